@@ -1,0 +1,3 @@
+"""Apache Airflow provider for Volcano MPI jobs submitted through Argo WorkflowTemplates."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,272 @@
+"""CustomResourceDefinitions for Argo Workflows and Volcano: the sandbox's own, or upstream's adapted to an old server.
+
+The sandbox's own CRDs keep upstream's names, scopes, short names, printer columns and status subresources, with
+schemas that preserve unknown fields (as Argo's "minimal" CRDs do). Upstream's full CRDs can be loaded instead
+(``upstream_crds``); Kubernetes < 1.22 refuses their ``default: ""`` on string fields, so ``adapt_for_server``
+drops exactly those defaults and marks list-map keys ``required`` where their default went.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .kubeapi import ApiException, KubeApi
+
+log = logging.getLogger(__name__)
+
+_PRESERVE = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+_JOB_PHASES = [
+    "Pending",
+    "Aborting",
+    "Aborted",
+    "Running",
+    "Restarting",
+    "Completing",
+    "Completed",
+    "Terminating",
+    "Terminated",
+    "Failed",
+]
+
+# (group, kind, plural, short names, namespaced, status subresource, printer columns [(name, type, jsonPath)])
+_TABLE: list[tuple[str, str, str, list[str], bool, bool, list[tuple[str, str, str]]]] = [
+    (
+        "argoproj.io",
+        "Workflow",
+        "workflows",
+        ["wf"],
+        True,
+        False,
+        [
+            ("Status", "string", ".status.phase"),
+            ("Age", "date", ".status.startedAt"),
+            ("Message", "string", ".status.message"),
+        ],
+    ),
+    ("argoproj.io", "WorkflowTemplate", "workflowtemplates", ["wftmpl"], True, False, []),
+    ("argoproj.io", "ClusterWorkflowTemplate", "clusterworkflowtemplates", ["clusterwftmpl", "cwft"], False, False, []),
+    ("argoproj.io", "CronWorkflow", "cronworkflows", ["cwf", "cronwf"], True, False, []),
+    ("argoproj.io", "WorkflowTaskResult", "workflowtaskresults", [], True, False, []),
+    (
+        "batch.volcano.sh",
+        "Job",
+        "jobs",
+        ["vcjob", "vj"],
+        True,
+        True,
+        [
+            ("STATUS", "string", ".status.state.phase"),
+            ("minAvailable", "integer", ".status.minAvailable"),
+            ("RUNNINGS", "integer", ".status.running"),
+            ("AGE", "date", ".metadata.creationTimestamp"),
+        ],
+    ),
+    (
+        "scheduling.volcano.sh",
+        "PodGroup",
+        "podgroups",
+        ["pg", "podgroup-v1beta1"],
+        True,
+        False,
+        [
+            ("STATUS", "string", ".status.phase"),
+            ("MINMEMBER", "integer", ".spec.minMember"),
+            ("AGE", "date", ".metadata.creationTimestamp"),
+        ],
+    ),
+    (
+        "scheduling.volcano.sh",
+        "Queue",
+        "queues",
+        ["q", "queue-v1beta1"],
+        False,
+        True,
+        [("STATE", "string", ".status.state")],
+    ),
+    ("bus.volcano.sh", "Command", "commands", [], True, False, []),
+]
+_VERSIONS = {
+    "argoproj.io": "v1alpha1",
+    "batch.volcano.sh": "v1alpha1",
+    "scheduling.volcano.sh": "v1beta1",
+    "bus.volcano.sh": "v1alpha1",
+}
+
+
+def _schema(group: str, kind: str) -> dict:
+    properties: dict[str, Any] = {
+        "apiVersion": {"type": "string"},
+        "kind": {"type": "string"},
+        "metadata": {"type": "object"},
+    }
+    if kind == "Command":
+        properties.update(
+            {
+                "action": {"type": "string"},
+                "target": _PRESERVE,
+                "reason": {"type": "string"},
+                "message": {"type": "string"},
+            }
+        )
+    else:
+        properties.update({"spec": _PRESERVE, "status": _PRESERVE})
+    if kind == "Job":
+        properties["status"] = {
+            "type": "object",
+            "x-kubernetes-preserve-unknown-fields": True,
+            "properties": {
+                "state": {
+                    "type": "object",
+                    "x-kubernetes-preserve-unknown-fields": True,
+                    "properties": {"phase": {"type": "string", "enum": _JOB_PHASES}},
+                }
+            },
+        }
+    return {"openAPIV3Schema": {"type": "object", "properties": properties}}
+
+
+def sandbox_crds() -> list[dict]:
+    """The CRDs the sandbox carries itself."""
+    crds = []
+    for group, kind, plural, short, namespaced, status, columns in _TABLE:
+        version: dict[str, Any] = {
+            "name": _VERSIONS[group],
+            "served": True,
+            "storage": True,
+            "schema": _schema(group, kind),
+        }
+        if status:
+            version["subresources"] = {"status": {}}
+        if columns:
+            version["additionalPrinterColumns"] = [{"name": n, "type": t, "jsonPath": p} for n, t, p in columns]
+        names = {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()}
+        if short:
+            names["shortNames"] = short
+        crds.append(
+            {
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "CustomResourceDefinition",
+                "metadata": {"name": f"{plural}.{group}"},
+                "spec": {
+                    "group": group,
+                    "names": names,
+                    "scope": "Namespaced" if namespaced else "Cluster",
+                    "versions": [version],
+                },
+            }
+        )
+    return crds
+
+
+UPSTREAM_CRD_FILES = [
+    "argo-workflows-v3.7.10/manifests/base/crds/minimal/argoproj.io_workflows.yaml",
+    "argo-workflows-v3.7.10/manifests/base/crds/minimal/argoproj.io_workflowtemplates.yaml",
+    "argo-workflows-v3.7.10/manifests/base/crds/minimal/argoproj.io_clusterworkflowtemplates.yaml",
+    "argo-workflows-v3.7.10/manifests/base/crds/minimal/argoproj.io_cronworkflows.yaml",
+    "argo-workflows-v3.7.10/manifests/base/crds/minimal/argoproj.io_workflowtaskresults.yaml",
+    "volcano/installer/helm/chart/volcano/crd/bases/batch.volcano.sh_jobs.yaml",
+    "volcano/installer/helm/chart/volcano/crd/bases/scheduling.volcano.sh_podgroups.yaml",
+    "volcano/installer/helm/chart/volcano/crd/bases/scheduling.volcano.sh_queues.yaml",
+    "volcano/installer/helm/chart/volcano/crd/bases/bus.volcano.sh_commands.yaml",
+]
+
+
+def upstream_crds(upstream_dir: Path) -> list[dict]:
+    """Upstream's CRDs, read from a copy of the upstream files (e.g. ``shared/upstream``)."""
+    return [yaml.safe_load((upstream_dir / rel).read_text()) for rel in UPSTREAM_CRD_FILES]
+
+
+def adapt_for_server(crd: dict) -> tuple[dict, int, int]:
+    """Drop ``default: ""`` on string fields and require list-map keys whose default was dropped.
+
+    Returns (adapted copy, defaults dropped, keys made required). Needed for API servers older than 1.22, which
+    refuse an empty-string default with ``default: Invalid value: "null"``.
+    """
+    crd = copy.deepcopy(crd)
+    counts = [0, 0]
+
+    def visit(schema: Any) -> None:
+        if isinstance(schema, dict):
+            props = schema.get("properties")
+            dropped: set[str] = set()
+            if isinstance(props, dict):
+                for name, sub in props.items():
+                    if isinstance(sub, dict) and sub.get("type") == "string" and sub.get("default") == "":
+                        del sub["default"]
+                        counts[0] += 1
+                        dropped.add(name)
+            if schema.get("type") == "array" and schema.get("x-kubernetes-list-type") == "map":
+                items = schema.get("items", {})
+                before = _empty_defaults(items)
+                visit(items)
+                for key in schema.get("x-kubernetes-list-map-keys", []):
+                    if key in before and key not in items.get("required", []):
+                        items.setdefault("required", []).append(key)
+                        counts[1] += 1
+                return
+            for value in schema.values():
+                visit(value)
+        elif isinstance(schema, list):
+            for value in schema:
+                visit(value)
+
+    for version in crd["spec"]["versions"]:
+        visit(version.get("schema", {}))
+    return crd, counts[0], counts[1]
+
+
+def _empty_defaults(schema: dict) -> set[str]:
+    return {
+        n
+        for n, s in schema.get("properties", {}).items()
+        if isinstance(s, dict) and s.get("type") == "string" and s.get("default") == ""
+    }
+
+
+def server_minor(api: KubeApi) -> int:
+    """The server's minor version; 0 when the binary carries no version stamp (treated as old)."""
+    info = api.request("GET", "/version")
+    digits = "".join(ch for ch in info.get("minor", "") if ch.isdigit())
+    return int(digits) if digits else 0
+
+
+def apply_crds(api: KubeApi, crds: list[dict], timeout: float = 60) -> None:
+    """Create (or replace) the CRDs and wait until each is Established; adapts schemas for servers < 1.22."""
+    old_server = server_minor(api) < 22
+    path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    for crd in crds:
+        name = crd["metadata"]["name"]
+        if old_server:
+            crd, defaults, keys = adapt_for_server(crd)
+            if defaults or keys:
+                log.warning(
+                    "CRD %s: dropped %d empty-string defaults and made %d list-map keys required "
+                    '(API server < 1.22 refuses default: "")',
+                    name,
+                    defaults,
+                    keys,
+                )
+        try:
+            api.request("POST", path, body=crd)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            current = api.request("GET", f"{path}/{name}")
+            crd = {**crd, "metadata": {**crd["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}}
+            api.request("PUT", f"{path}/{name}", body=crd)
+    deadline = time.monotonic() + timeout
+    for crd in crds:
+        name = crd["metadata"]["name"]
+        while True:
+            status = api.request("GET", f"{path}/{name}").get("status", {})
+            if any(c["type"] == "Established" and c["status"] == "True" for c in status.get("conditions", [])):
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"CRD {name} not Established after {timeout:.0f} s")
+            time.sleep(0.1)

@@ -1,0 +1,180 @@
+"""Shared informers and a work-queue controller base for the emulated controllers.
+
+Follows client-go's pattern (``tools/cache`` informers + ``util/workqueue``): list, then watch from the list's
+resourceVersion, relist on ``410 Gone`` or a broken connection, and hand object keys to reconcilers.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .kubeapi import ApiException, KubeApi
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str]  # (namespace, name); namespace is "" for cluster-scoped objects
+
+
+def key_of(obj: dict) -> Key:
+    meta = obj.get("metadata", {})
+    return meta.get("namespace", ""), meta["name"]
+
+
+class Informer:
+    """Keeps an up-to-date local copy of one resource kind and tells subscribers what changed."""
+
+    def __init__(self, api: KubeApi, kind: str, stop: threading.Event):
+        self.api = api
+        self.kind = kind
+        self.stop = stop
+        self.cache: dict[Key, dict] = {}
+        self.lock = threading.RLock()
+        self.synced = threading.Event()
+        self.handlers: list[Callable[[str, dict, dict | None], None]] = []
+        self.thread = threading.Thread(target=self._run, name=f"informer-{kind}", daemon=True)
+
+    def subscribe(self, handler: Callable[[str, dict, dict | None], None]) -> None:
+        """``handler(event_type, obj, old_obj)`` runs on every ADDED / MODIFIED / DELETED."""
+        self.handlers.append(handler)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def get(self, namespace: str, name: str) -> dict | None:
+        with self.lock:
+            return self.cache.get((namespace, name))
+
+    def items(self, namespace: str | None = None, predicate: Callable[[dict], bool] | None = None) -> list[dict]:
+        with self.lock:
+            values = list(self.cache.values())
+        return [
+            o
+            for o in values
+            if (namespace is None or o["metadata"].get("namespace", "") == namespace)
+            and (not predicate or predicate(o))
+        ]
+
+    def _notify(self, event: str, obj: dict, old: dict | None) -> None:
+        for handler in self.handlers:
+            try:
+                handler(event, obj, old)
+            except Exception:  # a subscriber's bug must not stop the informer
+                log.exception("informer %s handler failed", self.kind)
+
+    def _relist(self) -> str:
+        listing = self.api.list(self.kind)
+        fresh = {key_of(o): o for o in listing.get("items", [])}
+        with self.lock:
+            old = self.cache
+            self.cache = fresh
+        for key, obj in fresh.items():
+            previous = old.get(key)
+            if previous is None or previous["metadata"].get("resourceVersion") != obj["metadata"].get(
+                "resourceVersion"
+            ):
+                self._notify("ADDED" if previous is None else "MODIFIED", obj, previous)
+        for key, obj in old.items():
+            if key not in fresh:
+                self._notify("DELETED", obj, obj)
+        self.synced.set()
+        return listing["metadata"]["resourceVersion"]
+
+    def _run(self) -> None:
+        version = None
+        while not self.stop.is_set():
+            try:
+                if version is None:
+                    version = self._relist()
+                for event in self.api.watch(self.kind, version, timeout_seconds=30):
+                    if self.stop.is_set():
+                        return
+                    kind, obj = event["type"], event["object"]
+                    if kind == "ERROR":
+                        version = None  # 410 Gone and friends: relist
+                        break
+                    version = obj["metadata"]["resourceVersion"]
+                    if kind == "BOOKMARK":
+                        continue
+                    key = key_of(obj)
+                    with self.lock:
+                        old = self.cache.get(key)
+                        if kind == "DELETED":
+                            self.cache.pop(key, None)
+                        else:
+                            self.cache[key] = obj
+                    self._notify(kind, obj, old)
+            except Exception as exc:  # connection refused while the API server restarts, timeouts
+                if self.stop.is_set():
+                    return
+                if isinstance(exc, ApiException) and exc.status == 410:
+                    version = None
+                log.debug("informer %s: %s; retrying", self.kind, exc)
+                self.stop.wait(0.5)
+
+
+class Controller:
+    """A reconcile loop over a set of keys, as a client-go controller with a rate-limited work queue."""
+
+    name = "controller"
+    resync_seconds = 1.0
+
+    def __init__(self, stop: threading.Event):
+        self.stop = stop
+        self._queue: dict[Any, float] = {}
+        self._cond = threading.Condition()
+        self.thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+
+    def enqueue(self, key: Any, delay: float = 0.0) -> None:
+        due = time.monotonic() + delay
+        with self._cond:
+            current = self._queue.get(key)
+            if current is None or due < current:
+                self._queue[key] = due
+            self._cond.notify()
+
+    def keys(self) -> list[Any]:
+        """Every key to reconcile on a periodic resync."""
+        return []
+
+    def reconcile(self, key: Any) -> float | None:
+        """Bring ``key`` to its desired state; return seconds until it should be looked at again, or None."""
+        raise NotImplementedError
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _next(self) -> Any:
+        with self._cond:
+            while not self.stop.is_set():
+                now = time.monotonic()
+                ready = [k for k, due in self._queue.items() if due <= now]
+                if ready:
+                    key = min(ready, key=lambda k: self._queue[k])
+                    del self._queue[key]
+                    return key
+                wait = min([due - now for due in self._queue.values()] + [self.resync_seconds])
+                self._cond.wait(max(wait, 0.005))
+        return None
+
+    def _run(self) -> None:
+        last_resync = 0.0
+        while not self.stop.is_set():
+            if time.monotonic() - last_resync >= self.resync_seconds:
+                last_resync = time.monotonic()
+                for key in self.keys():
+                    self.enqueue(key)
+            key = self._next()
+            if key is None:
+                return
+            try:
+                again = self.reconcile(key)
+            except Exception as exc:
+                if not self.stop.is_set():
+                    log.debug("%s: reconcile %s failed: %s", self.name, key, exc, exc_info=True)
+                again = 0.5
+            if again is not None:
+                self.enqueue(key, again)

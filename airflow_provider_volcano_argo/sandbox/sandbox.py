@@ -1,0 +1,224 @@
+"""``Sandbox``: a local control plane with Argo, Volcano and the kubelet emulated, ready for MPI DAGs."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from . import binaries as binaries_module
+from .controlplane import ControlPlane
+from .crds import apply_crds, sandbox_crds, upstream_crds
+from .kubeapi import ApiException, KubeApi
+from .runtime import Cluster
+
+log = logging.getLogger(__name__)
+
+AIRFLOW_NAMESPACE = "argo"
+AIRFLOW_SERVICE_ACCOUNT = "airflow"
+AIRFLOW_ROLE = "volcano-argo-airflow"
+
+# Until the provider ships its least-privilege Role, the Airflow identity gets what the tests need, no more.
+_DEFAULT_AIRFLOW_RULES = [
+    {
+        "apiGroups": ["argoproj.io"],
+        "resources": ["workflows"],
+        "verbs": ["create", "get", "list", "watch", "patch", "delete"],
+    },
+    {"apiGroups": ["argoproj.io"], "resources": ["workflowtemplates"], "verbs": ["get", "list"]},
+    {"apiGroups": ["batch.volcano.sh"], "resources": ["jobs"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups"], "verbs": ["get", "list"]},
+    {"apiGroups": [""], "resources": ["pods", "pods/log", "events"], "verbs": ["get", "list", "watch"]},
+]
+
+
+@dataclass
+class NodeCapacity:
+    """One emulated node's capacity."""
+
+    name: str
+    cpu: str = "8"
+    memory: str = "32Gi"
+    gpus: int = 0
+    rdma: int = 0
+    pods: int = 110
+
+
+@dataclass
+class SandboxOptions:
+    """How to build a sandbox; the defaults give one 8-core node, the sandbox's own CRDs, fast probes."""
+
+    nodes: list[NodeCapacity] = field(default_factory=lambda: [NodeCapacity("sandbox-node-0")])
+    crds: str = "sandbox"  # or "upstream" (then upstream_dir is required)
+    upstream_dir: Path | None = None
+    time_scale: float = 0.1  # multiplies probe delays, back-offs and the resource-template poll interval
+    airflow_rules: list[dict] | None = None
+    audit_log: bool = False
+
+
+class Sandbox:
+    """A running sandbox; use as a context manager or call ``start()`` / ``stop()``."""
+
+    def __init__(self, options: SandboxOptions | None = None, **kwargs):
+        self.options = options or SandboxOptions(**kwargs)
+        self.control_plane: ControlPlane | None = None
+        self.cluster: Cluster | None = None
+        self.components: list = []
+        self.kubelet = None
+        self.airflow_kubeconfig: Path | None = None
+        self.airflow_token: str | None = None
+
+    # ------------------------------------------------------------------ life cycle
+    def __enter__(self) -> Sandbox:
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> Sandbox:
+        started = time.monotonic()
+        found = binaries_module.install(progress=log.info)
+        self.control_plane = ControlPlane(found, audit_log=self.options.audit_log)
+        self.control_plane.start()
+        try:
+            self.api = KubeApi.from_kubeconfig(str(self.control_plane.admin_kubeconfig))
+            crds = upstream_crds(self.options.upstream_dir) if self.options.crds == "upstream" else sandbox_crds()
+            apply_crds(self.api, crds)
+            self.cluster = Cluster(self.api)
+            self._start_emulators()
+            self._bootstrap()
+        except BaseException:
+            self.stop()
+            raise
+        log.info("sandbox ready at %s in %.1f s", self.server, time.monotonic() - started)
+        return self
+
+    def _start_emulators(self) -> None:
+        from .argo.controller import WorkflowController
+        from .kubelet import Kubelet
+        from .volcano.controller import VolcanoJobController
+        from .volcano.scheduler import VolcanoScheduler
+
+        assert self.cluster and self.control_plane
+        self.kubelet = Kubelet(
+            self.cluster,
+            nodes=self.options.nodes,
+            pki=self.control_plane.pki,
+            workdir=self.control_plane.dir / "kubelet",
+            time_scale=self.options.time_scale,
+        )
+        self.components = [
+            self.kubelet,
+            VolcanoScheduler(self.cluster),
+            VolcanoJobController(self.cluster, time_scale=self.options.time_scale),
+            WorkflowController(self.cluster, time_scale=self.options.time_scale),
+        ]
+        for component in self.components:
+            component.start()
+
+    def _bootstrap(self) -> None:
+        """What Argo's quick start and Volcano's installer leave behind, plus the Airflow identity."""
+        self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "argo"}})
+        self.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "argo", "namespace": "argo"}})
+        self.apply(
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "Queue",
+                "metadata": {"name": "default"},
+                "spec": {"weight": 1, "reclaimable": True},
+            }
+        )
+        self.api.patch("queues", "default", {"status": {"state": "Open"}}, subresource="status")
+        self.set_airflow_rules(self.options.airflow_rules or _DEFAULT_AIRFLOW_RULES)
+        self.airflow_token = self.service_account_token(AIRFLOW_NAMESPACE, AIRFLOW_SERVICE_ACCOUNT)
+        self.airflow_kubeconfig = self.control_plane.write_kubeconfig("airflow", self.airflow_token, AIRFLOW_NAMESPACE)
+
+    def stop(self) -> None:
+        if self.cluster:
+            self.cluster.shutdown()
+        for component in reversed(self.components):
+            try:
+                component.stop()
+            except Exception:
+                log.exception("stopping %s failed", component)
+        self.components = []
+        if self.control_plane:
+            self.control_plane.stop()
+            self.control_plane = None
+
+    # ------------------------------------------------------------------ access
+    @property
+    def server(self) -> str:
+        assert self.control_plane
+        return self.control_plane.server
+
+    @property
+    def admin_kubeconfig(self) -> Path:
+        assert self.control_plane
+        return self.control_plane.admin_kubeconfig
+
+    def airflow_connection_uri(self) -> str:
+        """``AIRFLOW_CONN_KUBERNETES_DEFAULT`` value pointing at the least-privilege identity."""
+        import json
+        import urllib.parse
+
+        extra = {"kube_config_path": str(self.airflow_kubeconfig), "namespace": AIRFLOW_NAMESPACE}
+        return json.dumps({"conn_type": "kubernetes", "extra": extra}) if extra else urllib.parse.quote("")
+
+    def apply(self, manifest: dict, as_admin: bool = True) -> dict:
+        """Create ``manifest``, or replace it if it exists (``kubectl apply`` without the three-way merge)."""
+        from .manifests import apply_manifest
+
+        return apply_manifest(self.api, manifest)
+
+    def apply_file(self, path: Path | str) -> list[dict]:
+        """Apply every document of a YAML file, in order."""
+        return [self.apply(doc) for doc in yaml.safe_load_all(Path(path).read_text()) if doc]
+
+    def service_account_token(self, namespace: str, name: str, timeout: float = 30) -> str:
+        """The token of a service account (created if missing), from the Secret the token controller makes."""
+        try:
+            self.api.create("serviceaccounts", {"metadata": {"name": name, "namespace": namespace}}, namespace)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            secrets = self.api.list("secrets", namespace).get("items", [])
+            for secret in secrets:
+                annotations = secret["metadata"].get("annotations", {})
+                if (
+                    secret.get("type") == "kubernetes.io/service-account-token"
+                    and annotations.get("kubernetes.io/service-account.name") == name
+                    and secret.get("data", {}).get("token")
+                ):
+                    return base64.b64decode(secret["data"]["token"]).decode()
+            time.sleep(0.2)
+        raise TimeoutError(f"no token for service account {namespace}/{name} after {timeout:.0f} s")
+
+    def set_airflow_rules(self, rules: list[dict]) -> None:
+        """Bind the Airflow service account to exactly ``rules`` (used to prove least privilege)."""
+        self.apply(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "Role",
+                "metadata": {"name": AIRFLOW_ROLE, "namespace": AIRFLOW_NAMESPACE},
+                "rules": rules,
+            }
+        )
+        self.apply(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": {"name": AIRFLOW_ROLE, "namespace": AIRFLOW_NAMESPACE},
+                "subjects": [
+                    {"kind": "ServiceAccount", "name": AIRFLOW_SERVICE_ACCOUNT, "namespace": AIRFLOW_NAMESPACE}
+                ],
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": AIRFLOW_ROLE},
+            }
+        )
