@@ -26,6 +26,7 @@ DEBIAN_BUILD_PACKAGES = ("golang-go", "rsync", "dpkg-dev", "etcd-server", "golan
 # ("fatal error: fault" in mapiternext on the first custom resource); 1.0.2 fixes it and is API-compatible.
 REFLECT2_FROM_DEBIAN = Path("/usr/share/gocode/src/github.com/modern-go/reflect2")
 SOURCE_PACKAGE = "kubernetes"
+OS_RELEASE = Path("/etc/os-release")
 SOURCES_ENTRY = Path("/etc/apt/sources.list.d/volcano-argo-sandbox-src.sources")
 
 Progress = Callable[[str], None]
@@ -108,7 +109,7 @@ def install(progress: Progress = _stderr) -> ControlPlaneBinaries:
 
 def _debian_suite() -> str:
     try:
-        fields = dict(line.split("=", 1) for line in Path("/etc/os-release").read_text().splitlines() if "=" in line)
+        fields = dict(line.split("=", 1) for line in OS_RELEASE.read_text().splitlines() if "=" in line)
     except OSError:
         fields = {}
     if fields.get("ID") != "debian" and "debian" not in fields.get("ID_LIKE", ""):
@@ -194,7 +195,8 @@ def _build(commands: list[str], progress: Progress) -> None:
     progress(f"building {', '.join(commands)} from Debian's {SOURCE_PACKAGE} source package (takes about 6 minutes)")
     _run(["apt-get", "source", "-qq", SOURCE_PACKAGE], progress, cwd=work / "src")
     unpacked = next(p for p in (work / "src").iterdir() if p.is_dir() and p.name.startswith(SOURCE_PACKAGE))
-    version = unpacked.name.removeprefix(f"{SOURCE_PACKAGE}-")
+    # Debian names the upstream 1.20.2 tree "1.20.5+really1.20.2" (a version bump it had to undo)
+    version = unpacked.name.removeprefix(f"{SOURCE_PACKAGE}-").split("really")[-1]
     gopath = work / "gopath"
     tree = gopath / "src" / "k8s.io" / "kubernetes"
     tree.parent.mkdir(parents=True)

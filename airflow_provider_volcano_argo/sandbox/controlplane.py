@@ -14,6 +14,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -39,6 +40,17 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM when the thread that started us dies, so a crashed test leaves no strays.
+
+    Linux ties this to the starting *thread*: start and restart components from a long-lived thread.
+    """
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
 class _Process:
     def __init__(self, name: str, argv: list[str], logfile: Path):
         self.name, self.argv, self.logfile = name, argv, logfile
@@ -47,7 +59,12 @@ class _Process:
     def start(self) -> None:
         with open(self.logfile, "ab") as out:
             self.proc = subprocess.Popen(
-                self.argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+                self.argv,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
             )
 
     def alive(self) -> bool:

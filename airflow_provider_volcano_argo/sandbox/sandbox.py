@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -71,6 +72,7 @@ class Sandbox:
         self.kubelet = None
         self.airflow_kubeconfig: Path | None = None
         self.airflow_token: str | None = None
+        self._airflow_rules: list[dict] = self.options.airflow_rules or _DEFAULT_AIRFLOW_RULES
 
     # ------------------------------------------------------------------ life cycle
     def __enter__(self) -> Sandbox:
@@ -134,7 +136,7 @@ class Sandbox:
             }
         )
         self.api.patch("queues", "default", {"status": {"state": "Open"}}, subresource="status")
-        self.set_airflow_rules(self.options.airflow_rules or _DEFAULT_AIRFLOW_RULES)
+        self.set_airflow_rules(self._airflow_rules)
         self.airflow_token = self.service_account_token(AIRFLOW_NAMESPACE, AIRFLOW_SERVICE_ACCOUNT)
         self.airflow_kubeconfig = self.control_plane.write_kubeconfig("airflow", self.airflow_token, AIRFLOW_NAMESPACE)
 
@@ -162,15 +164,31 @@ class Sandbox:
         assert self.control_plane
         return self.control_plane.admin_kubeconfig
 
-    def airflow_connection_uri(self) -> str:
-        """``AIRFLOW_CONN_KUBERNETES_DEFAULT`` value pointing at the least-privilege identity."""
-        import json
-        import urllib.parse
-
+    def airflow_connection(self) -> str:
+        """``AIRFLOW_CONN_KUBERNETES_DEFAULT`` value (Airflow's JSON form) for the least-privilege identity."""
         extra = {"kube_config_path": str(self.airflow_kubeconfig), "namespace": AIRFLOW_NAMESPACE}
-        return json.dumps({"conn_type": "kubernetes", "extra": extra}) if extra else urllib.parse.quote("")
+        return json.dumps({"conn_type": "kubernetes", "extra": extra})
 
-    def apply(self, manifest: dict, as_admin: bool = True) -> dict:
+    def environment(self, admin: bool = False) -> dict[str, str]:
+        """Variables that point ``kubectl``-style tools and Airflow at this sandbox."""
+        kubeconfig = self.admin_kubeconfig if admin else self.airflow_kubeconfig
+        conn = self.airflow_connection()
+        if admin:
+            conn = json.dumps({"conn_type": "kubernetes", "extra": {"kube_config_path": str(kubeconfig)}})
+        return {"KUBECONFIG": str(kubeconfig), "AIRFLOW_CONN_KUBERNETES_DEFAULT": conn}
+
+    def create_namespace(self, name: str, airflow_access: bool = True) -> str:
+        """A namespace with the ``argo`` service account, and the Airflow identity's Role bound in it."""
+        self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        self.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "argo", "namespace": name}})
+        if airflow_access:
+            self._bind_airflow(name, self._airflow_rules)
+        return name
+
+    def delete_namespace(self, name: str) -> None:
+        self.api.delete("namespaces", name)
+
+    def apply(self, manifest: dict) -> dict:
         """Create ``manifest``, or replace it if it exists (``kubectl apply`` without the three-way merge)."""
         from .manifests import apply_manifest
 
@@ -201,13 +219,18 @@ class Sandbox:
             time.sleep(0.2)
         raise TimeoutError(f"no token for service account {namespace}/{name} after {timeout:.0f} s")
 
-    def set_airflow_rules(self, rules: list[dict]) -> None:
-        """Bind the Airflow service account to exactly ``rules`` (used to prove least privilege)."""
+    def set_airflow_rules(self, rules: list[dict], namespace: str = AIRFLOW_NAMESPACE) -> None:
+        """Bind the Airflow service account to exactly ``rules`` in ``namespace`` (used to prove least privilege)."""
+        if namespace == AIRFLOW_NAMESPACE:
+            self._airflow_rules = rules
+        self._bind_airflow(namespace, rules)
+
+    def _bind_airflow(self, namespace: str, rules: list[dict]) -> None:
         self.apply(
             {
                 "apiVersion": "rbac.authorization.k8s.io/v1",
                 "kind": "Role",
-                "metadata": {"name": AIRFLOW_ROLE, "namespace": AIRFLOW_NAMESPACE},
+                "metadata": {"name": AIRFLOW_ROLE, "namespace": namespace},
                 "rules": rules,
             }
         )
@@ -215,7 +238,7 @@ class Sandbox:
             {
                 "apiVersion": "rbac.authorization.k8s.io/v1",
                 "kind": "RoleBinding",
-                "metadata": {"name": AIRFLOW_ROLE, "namespace": AIRFLOW_NAMESPACE},
+                "metadata": {"name": AIRFLOW_ROLE, "namespace": namespace},
                 "subjects": [
                     {"kind": "ServiceAccount", "name": AIRFLOW_SERVICE_ACCOUNT, "namespace": AIRFLOW_NAMESPACE}
                 ],

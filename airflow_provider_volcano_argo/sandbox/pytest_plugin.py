@@ -1,0 +1,59 @@
+"""pytest plugin (entry point ``pytest11``): a session-wide ``sandbox`` and a fresh ``sandbox_namespace`` per test.
+
+Options: ``--sandbox-crds=sandbox|upstream`` and ``--sandbox-upstream-dir=DIR`` (a copy of the upstream files,
+e.g. ``shared/upstream``; also ``$VOLCANO_ARGO_UPSTREAM_DIR``).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("volcano-argo-sandbox")
+    group.addoption(
+        "--sandbox-crds",
+        choices=("sandbox", "upstream"),
+        default=os.environ.get("VOLCANO_ARGO_SANDBOX_CRDS", "sandbox"),
+        help="load the sandbox's own CRDs or upstream's (default: sandbox)",
+    )
+    group.addoption(
+        "--sandbox-upstream-dir",
+        default=os.environ.get("VOLCANO_ARGO_UPSTREAM_DIR"),
+        help="folder holding the upstream reference files (needed with --sandbox-crds=upstream)",
+    )
+
+
+def upstream_dir(config: pytest.Config) -> Path | None:
+    """The upstream reference folder: the option, else ``shared/upstream`` beside the checkout, if present."""
+    given = config.getoption("--sandbox-upstream-dir")
+    if given:
+        return Path(given)
+    guess = Path(str(config.rootpath)).parent / "shared" / "upstream"
+    return guess if guess.is_dir() else None
+
+
+@pytest.fixture(scope="session")
+def sandbox(request: pytest.FixtureRequest) -> Iterator:
+    """One running Sandbox for the whole test session."""
+    from airflow_provider_volcano_argo.sandbox import Sandbox, SandboxOptions
+
+    crds = request.config.getoption("--sandbox-crds")
+    upstream = upstream_dir(request.config)
+    if crds == "upstream" and upstream is None:
+        pytest.fail("--sandbox-crds=upstream needs --sandbox-upstream-dir (or $VOLCANO_ARGO_UPSTREAM_DIR)")
+    with Sandbox(SandboxOptions(crds=crds, upstream_dir=upstream)) as running:
+        yield running
+
+
+@pytest.fixture
+def sandbox_namespace(sandbox) -> Iterator[str]:
+    """A namespace of its own for one test (service account ``argo``, the Airflow identity's Role bound)."""
+    name = sandbox.create_namespace(f"t-{uuid.uuid4().hex[:10]}")
+    yield name
+    sandbox.delete_namespace(name)
