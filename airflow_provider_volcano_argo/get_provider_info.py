@@ -6,13 +6,34 @@ from typing import Any
 
 from airflow_provider_volcano_argo import __version__
 
+_PKG = "airflow_provider_volcano_argo"
+
 
 def get_provider_info() -> dict[str, Any]:
-    """Describe the provider: its package, versions and the classes it contributes."""
+    """Describe the provider: package, versions, and the hooks, operators, sensors, triggers and links it adds."""
     return {
         "package-name": "airflow-provider-volcano-argo",
         "name": "Volcano MPI via Argo Workflows",
         "description": "Run Volcano MPI jobs through Argo WorkflowTemplates from Airflow, deferrable, with the "
         "MPI master's log in the task log.",
         "versions": [__version__],
+        "integrations": [
+            {
+                "integration-name": "Volcano (Argo Workflows)",
+                "external-doc-url": "https://volcano.sh/en/docs/",
+                "tags": ["software"],
+            }
+        ],
+        "operators": [
+            {
+                "integration-name": "Volcano (Argo Workflows)",
+                "python-modules": [f"{_PKG}.operators.volcano_mpi", f"{_PKG}.operators.argo_workflow"],
+            }
+        ],
+        "sensors": [{"integration-name": "Volcano (Argo Workflows)", "python-modules": [f"{_PKG}.sensors"]}],
+        "hooks": [{"integration-name": "Volcano (Argo Workflows)", "python-modules": [f"{_PKG}.hooks.volcano_argo"]}],
+        "triggers": [
+            {"integration-name": "Volcano (Argo Workflows)", "python-modules": [f"{_PKG}.triggers.volcano_workflow"]}
+        ],
+        "extra-links": [f"{_PKG}.links.argo.ArgoWorkflowLink"],
     }

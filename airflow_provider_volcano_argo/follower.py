@@ -1,0 +1,298 @@
+"""Follow one Argo Workflow and the Volcano Jobs it creates until the outcome is known.
+
+Shared by the trigger (in the triggerer) and the blocking mode (in the worker): watches (not polls) the Workflow,
+its Volcano Jobs and their log-task pods, writes progress lines and the chosen task's log into the task log,
+and returns one result dict (the trigger's event payload).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from airflow_provider_volcano_argo.errors import KubernetesApiError
+from airflow_provider_volcano_argo.follower_rules import (
+    CURSOR_ANNOTATION,
+    FollowOutcome,
+    decide,
+    exit_codes,
+    instance_finished,
+    log_instances,
+    owned_by,
+)
+from airflow_provider_volcano_argo.hooks.volcano_argo import (
+    PODGROUPS,
+    PODS,
+    VOLCANO_JOBS,
+    WORKFLOWS,
+    AsyncVolcanoArgoHook,
+)
+from airflow_provider_volcano_argo.log_streams import CursorBook, InstanceStream
+from airflow_provider_volcano_argo.progress import job_change_line, job_phase, job_result, workflow_change_line
+from airflow_provider_volcano_argo.watchers import ObjectWatcher
+
+CURSOR_SAVE_SECONDS = 30.0
+HEARTBEAT_SECONDS = 60.0
+DRAIN_SECONDS = 30.0
+
+
+@dataclass
+class FollowSpec:
+    """What to follow and when to give up; plain values only, so it serializes into trigger kwargs."""
+
+    namespace: str
+    workflow_name: str
+    workflow_uid: str | None = None
+    job_name: str | None = None  # single-job mode: the outcome is this job's terminal phase
+    log_task: str = "mpimaster"
+    log_container: str | None = None
+    stream_logs: bool = True
+    prefix_job_names: bool = False
+    schedule_timeout: float | None = None
+    deadline: float | None = None  # epoch seconds (execution_timeout of the task)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class WorkflowFollower:
+    """Watches, streams and decides; ``run()`` returns the result dict."""
+
+    def __init__(
+        self,
+        hook: AsyncVolcanoArgoHook,
+        spec: FollowSpec,
+        book: CursorBook | None = None,
+        emit: Callable[[str], None] = print,
+    ):
+        self.hook = hook
+        self.spec = spec
+        self.book = book or CursorBook()
+        self.emit = emit
+        self.workflow: dict | None = None
+        self.workflow_gone = False
+        self.jobs: dict[str, dict] = {}
+        self.jobs_gone: set[str] = set()
+        self.pods: dict[str, dict] = {}
+        self.streams: dict[str, tuple[asyncio.Task, InstanceStream]] = {}
+        self.stream_jobs: dict[str, str] = {}
+        self.changed = asyncio.Event()
+        self.started = time.monotonic()
+        self._last_save = time.monotonic()
+        self._last_heartbeat = time.monotonic()
+        self._phases: dict[str, str] = {}
+
+    # -- watch callbacks ---------------------------------------------------------------------------------
+    async def _on_workflow(self, kind: str, obj: dict) -> None:
+        if kind == "SYNCED":
+            items = obj["items"]
+            if items:
+                self.workflow = items[0]
+            elif self.workflow is not None:
+                self.workflow_gone = True
+        elif kind == "DELETED":
+            self.workflow_gone = True
+        else:
+            self.workflow = obj
+        if self.workflow and not self.spec.workflow_uid:
+            self.spec.workflow_uid = self.workflow["metadata"]["uid"]
+        self.changed.set()
+
+    async def _on_job(self, kind: str, obj: dict) -> None:
+        items = obj["items"] if kind == "SYNCED" else [obj]
+        if kind == "SYNCED":
+            present = {j["metadata"]["name"] for j in items}
+            self.jobs_gone |= {name for name in self.jobs if name not in present}
+        for job in items:
+            if not self._tracks(job):
+                continue
+            name = job["metadata"]["name"]
+            if kind == "DELETED":
+                self.jobs_gone.add(name)
+            else:
+                self.jobs[name] = job
+        self._start_streams()
+        self.changed.set()
+
+    async def _on_pod(self, kind: str, obj: dict) -> None:
+        items = obj["items"] if kind == "SYNCED" else [obj]
+        if kind == "SYNCED":
+            self.pods = {}
+        for pod in items:
+            uid = pod["metadata"]["uid"]
+            if kind == "DELETED":
+                self.pods.pop(uid, None)
+            else:
+                self.pods[uid] = pod
+        self._start_streams()
+        self.changed.set()
+
+    def _tracks(self, job: dict) -> bool:
+        if self.spec.job_name:
+            return job["metadata"]["name"] == self.spec.job_name
+        return owned_by(job, self.spec.workflow_uid)
+
+    # -- log streams -------------------------------------------------------------------------------------
+    def _start_streams(self) -> None:
+        if not self.spec.stream_logs:
+            return
+        container = self.spec.log_container or self.spec.log_task
+        for pod, instance in log_instances(self.pods.values(), container, set(self.jobs)):
+            key = instance.key
+            if key in self.streams or key in self.book.done:
+                continue
+            job = pod["metadata"].get("labels", {}).get("volcano.sh/job-name", "")
+            stream = InstanceStream(
+                hook=self.hook,
+                namespace=self.spec.namespace,
+                pod=pod["metadata"]["name"],
+                container=container,
+                key=key,
+                book=self.book,
+                emit=self.emit,
+                is_finished=lambda k=key: instance_finished(self.pods.values(), k),
+                prefix=f"[{job}] " if self.spec.prefix_job_names else "",
+                header=instance.header(job, self.spec.prefix_job_names),
+            )
+            self.streams[key] = (asyncio.create_task(stream.run()), stream)
+            self.stream_jobs[key] = job
+
+    async def _drain(self, timeout: float) -> None:
+        tasks = [task for task, _ in self.streams.values() if not task.done()]
+        if tasks:
+            await asyncio.wait(tasks, timeout=timeout)
+        for task, _ in self.streams.values():
+            if not task.done():
+                task.cancel()
+
+    # -- progress and persistence ------------------------------------------------------------------------
+    def _report_progress(self) -> None:
+        if self.workflow is not None:
+            phase = (self.workflow.get("status") or {}).get("phase", "") or ""
+            old = self._phases.get("workflow")
+            if old != phase:
+                message = (self.workflow.get("status") or {}).get("message")
+                self.emit(workflow_change_line(self.spec.workflow_name, old or "", phase, message))
+                self._phases["workflow"] = phase
+        for name, job in sorted(self.jobs.items()):
+            phase = job_phase(job)
+            old = self._phases.get(name)
+            if old != phase and phase:
+                self.emit(job_change_line(name, old or "", phase, job))
+                self._phases[name] = phase
+        if time.monotonic() - self._last_heartbeat >= HEARTBEAT_SECONDS:
+            self._last_heartbeat = time.monotonic()
+            elapsed = int(time.monotonic() - self.started)
+            for name, job in sorted(self.jobs.items()):
+                self.emit(
+                    f"{job_change_line(name, job_phase(job), job_phase(job), job)} {elapsed // 60}m{elapsed % 60:02d}s"
+                )
+
+    async def load_cursors(self) -> None:
+        """Resume from the cursors the last follower saved on the Workflow (a restarted triggerer)."""
+        workflow = await self.hook.get_object(WORKFLOWS, self.spec.workflow_name, self.spec.namespace)
+        if workflow is None:
+            return
+        saved = (workflow["metadata"].get("annotations") or {}).get(CURSOR_ANNOTATION)
+        if saved:
+            with contextlib.suppress(ValueError, TypeError, AttributeError):
+                self.book.merge(CursorBook.from_dict(json.loads(saved)))
+
+    async def save_cursors(self) -> None:
+        """Store the cursors on the Workflow, so that a new follower repeats no line."""
+        self._last_save = time.monotonic()
+        patch = {"metadata": {"annotations": {CURSOR_ANNOTATION: json.dumps(self.book.to_dict())}}}
+        with contextlib.suppress(KubernetesApiError):
+            await self.hook.patch_object(WORKFLOWS, self.spec.workflow_name, patch, self.spec.namespace)
+
+    async def _unschedulable_reasons(self) -> list[str]:
+        reasons: list[str] = []
+        for job in self.jobs.values():
+            group = await self.hook.get_object(
+                PODGROUPS, f"{job['metadata']['name']}-{job['metadata']['uid']}", self.spec.namespace
+            )
+            for cond in ((group or {}).get("status") or {}).get("conditions", []) or []:
+                if cond.get("type") == "Unschedulable" and cond.get("status") == "True":
+                    reasons.append(f"PodGroup {group['metadata']['name']}: {cond.get('reason')}: {cond.get('message')}")
+        return reasons
+
+    # -- main loop ---------------------------------------------------------------------------------------
+    def _watchers(self) -> list[ObjectWatcher]:
+        ns = self.spec.namespace
+        job_selector = f"metadata.name={self.spec.job_name}" if self.spec.job_name else None
+        pod_labels = f"volcano.sh/task-spec={self.spec.log_task}"
+        if self.spec.job_name:
+            pod_labels += f",volcano.sh/job-name={self.spec.job_name}"
+        watchers = [
+            ObjectWatcher(
+                self.hook, WORKFLOWS, ns, self._on_workflow, field_selector=f"metadata.name={self.spec.workflow_name}"
+            ),
+            ObjectWatcher(self.hook, VOLCANO_JOBS, ns, self._on_job, field_selector=job_selector),
+        ]
+        if self.spec.stream_logs:
+            watchers.append(ObjectWatcher(self.hook, PODS, ns, self._on_pod, label_selector=pod_labels))
+        return watchers
+
+    async def run(self) -> dict[str, Any]:
+        """Follow until the outcome is known; always returns a result (errors become ``status: error``)."""
+        watch_tasks: list[asyncio.Task] = []
+        outcome: FollowOutcome | None = None
+        try:
+            await self.load_cursors()
+            watch_tasks = [asyncio.create_task(w.run()) for w in self._watchers()]
+            while outcome is None:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self.changed.wait(), timeout=1.0)
+                self.changed.clear()
+                for task in watch_tasks:
+                    if task.done() and task.exception():
+                        raise task.exception()  # type: ignore[misc]
+                self._report_progress()
+                outcome = decide(self.spec, self.workflow, self.workflow_gone, self.jobs, self.jobs_gone, time.time())
+                if outcome and outcome.reason == "unschedulable":
+                    outcome.details = await self._unschedulable_reasons()
+                if time.monotonic() - self._last_save >= CURSOR_SAVE_SECONDS:
+                    await self.save_cursors()
+        except KubernetesApiError as exc:
+            outcome = FollowOutcome("error", str(exc), reason="api_error")
+        finally:
+            for task in watch_tasks:
+                task.cancel()
+            if outcome is None:  # cancelled (triggerer restart): keep the place for the next follower
+                await asyncio.shield(self.save_cursors())
+        self._report_progress()
+        await self._drain(DRAIN_SECONDS)
+        await self.save_cursors()
+        return self.result(outcome)
+
+    def result(self, outcome: FollowOutcome) -> dict[str, Any]:
+        """The event payload: outcome, Workflow and Job summaries, log tails and the cursors."""
+        status = (self.workflow or {}).get("status") or {}
+        tails: dict[str, list[str]] = {}
+        for key, (_, stream) in self.streams.items():
+            tails.setdefault(self.stream_jobs[key], []).extend(stream.tail)
+        return {
+            "status": outcome.status,
+            "message": outcome.message,
+            "reason": outcome.reason,
+            "details": outcome.details,
+            "namespace": self.spec.namespace,
+            "workflow": {
+                "name": self.spec.workflow_name,
+                "uid": self.spec.workflow_uid,
+                "phase": status.get("phase", ""),
+                "message": status.get("message", ""),
+                "started_at": status.get("startedAt"),
+                "finished_at": status.get("finishedAt"),
+            },
+            "jobs": [job_result(j) for _, j in sorted(self.jobs.items())],
+            "tails": {job: lines[-20:] for job, lines in tails.items()},
+            "lines_streamed": sum(stream.lines_emitted for _, stream in self.streams.values()),
+            "exit_codes": exit_codes(self.pods.values(), self.spec.log_container or self.spec.log_task),
+            "log_book": self.book.to_dict(),
+        }
