@@ -1,12 +1,30 @@
-"""Shared test configuration: where the upstream reference files are."""
+"""Shared test configuration: an isolated Airflow home, the provider's Airflow Role for the sandbox identity,
+and where the upstream reference files are."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from airflow_provider_volcano_argo.sandbox.pytest_plugin import upstream_dir as _upstream_dir
+REPO = Path(__file__).resolve().parent.parent
+
+# Airflow reads its configuration at import time: isolate it before anything imports airflow.
+_AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="volcano-argo-airflow-home-"))
+os.environ["AIRFLOW_HOME"] = str(_AIRFLOW_HOME)
+os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "False")
+os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(REPO / "dags"))
+# The sandbox's Airflow identity gets exactly the provider's least-privilege Role.
+os.environ.setdefault(
+    "VOLCANO_ARGO_SANDBOX_AIRFLOW_ROLE", str(REPO / "airflow_provider_volcano_argo" / "templates" / "airflow-role.yaml")
+)
+
+from airflow_provider_volcano_argo.sandbox.pytest_plugin import upstream_dir as _upstream_dir  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -16,3 +34,10 @@ def upstream_dir(request: pytest.FixtureRequest) -> Path:
     if found is None:
         pytest.fail("upstream reference files not found: pass --sandbox-upstream-dir or set VOLCANO_ARGO_UPSTREAM_DIR")
     return found
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> Path:
+    """A migrated Airflow metadata database (SQLite) in the isolated Airflow home."""
+    subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True, capture_output=True)
+    return _AIRFLOW_HOME

@@ -19,7 +19,8 @@ def _options(args: argparse.Namespace):
     from .sandbox import SandboxOptions
 
     upstream = Path(args.upstream_dir) if args.upstream_dir else None
-    return SandboxOptions(crds=args.crds, upstream_dir=upstream)
+    role = Path(args.airflow_role) if args.airflow_role else None
+    return SandboxOptions(crds=args.crds, upstream_dir=upstream, airflow_role_file=role)
 
 
 def _install(args: argparse.Namespace) -> int:
@@ -83,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         command = sub.add_parser(name, help=helptext)
         command.add_argument("--crds", choices=("sandbox", "upstream"), default="sandbox")
         command.add_argument("--upstream-dir", help="upstream reference files (with --crds upstream)")
+        command.add_argument("--airflow-role", help="Role manifest whose rules the Airflow identity gets")
         if name == "up":
             command.add_argument("--kubeconfig-dir", default=".sandbox", help="where to write the kubeconfigs")
         else:

@@ -23,6 +23,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="load the sandbox's own CRDs or upstream's (default: sandbox)",
     )
     group.addoption(
+        "--sandbox-airflow-role",
+        default=os.environ.get("VOLCANO_ARGO_SANDBOX_AIRFLOW_ROLE"),
+        help="Role manifest whose rules the sandbox's Airflow identity gets",
+    )
+    group.addoption(
         "--sandbox-upstream-dir",
         default=os.environ.get("VOLCANO_ARGO_UPSTREAM_DIR"),
         help="folder holding the upstream reference files (needed with --sandbox-crds=upstream)",
@@ -47,7 +52,10 @@ def sandbox(request: pytest.FixtureRequest) -> Iterator:
     upstream = upstream_dir(request.config)
     if crds == "upstream" and upstream is None:
         pytest.fail("--sandbox-crds=upstream needs --sandbox-upstream-dir (or $VOLCANO_ARGO_UPSTREAM_DIR)")
-    with Sandbox(SandboxOptions(crds=crds, upstream_dir=upstream)) as running:
+    # the environment is read again here: a conftest may set it after the options were parsed
+    role = request.config.getoption("--sandbox-airflow-role") or os.environ.get("VOLCANO_ARGO_SANDBOX_AIRFLOW_ROLE")
+    options = SandboxOptions(crds=crds, upstream_dir=upstream, airflow_role_file=Path(role) if role else None)
+    with Sandbox(options) as running:
         yield running
 
 

@@ -37,6 +37,16 @@ _DEFAULT_AIRFLOW_RULES = [
 ]
 
 
+def _rules_from(role_file: Path | None) -> list[dict]:
+    """The rules of the first Role in ``role_file`` (e.g. the provider's least-privilege Role), else defaults."""
+    if role_file is None:
+        return _DEFAULT_AIRFLOW_RULES
+    for doc in yaml.safe_load_all(Path(role_file).read_text()):
+        if doc and doc.get("kind") == "Role":
+            return doc["rules"]
+    raise ValueError(f"no Role in {role_file}")
+
+
 @dataclass
 class NodeCapacity:
     """One emulated node's capacity."""
@@ -58,6 +68,7 @@ class SandboxOptions:
     upstream_dir: Path | None = None
     time_scale: float = 0.1  # multiplies probe delays, back-offs and the resource-template poll interval
     airflow_rules: list[dict] | None = None
+    airflow_role_file: Path | None = None  # a Role manifest whose rules the Airflow identity gets
     audit_log: bool = False
 
 
@@ -72,7 +83,7 @@ class Sandbox:
         self.kubelet = None
         self.airflow_kubeconfig: Path | None = None
         self.airflow_token: str | None = None
-        self._airflow_rules: list[dict] = self.options.airflow_rules or _DEFAULT_AIRFLOW_RULES
+        self._airflow_rules: list[dict] = self.options.airflow_rules or _rules_from(self.options.airflow_role_file)
 
     # ------------------------------------------------------------------ life cycle
     def __enter__(self) -> Sandbox:

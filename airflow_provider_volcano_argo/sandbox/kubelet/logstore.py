@@ -1,0 +1,217 @@
+"""Container logs on disk and the kubelet's ``/containerLogs`` HTTPS endpoint that the API server proxies.
+
+Follows the kubelet's log handler (``pkg/kubelet/server/server.go: getContainerLogs``) and CRI log reading
+(``pkg/kubelet/kuberuntime/logs/logs.go``): one file per container instance, each line stamped with an
+RFC 3339 nanosecond timestamp; ``follow``, ``timestamps``, ``sinceTime``, ``sinceSeconds``, ``tailLines``,
+``limitBytes`` and ``previous``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import http.server
+import ssl
+import threading
+import urllib.parse
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def _stamp(ns: int) -> str:
+    seconds, nanos = divmod(ns, 1_000_000_000)
+    return (_EPOCH + datetime.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S") + f".{nanos:09d}Z"
+
+
+def _parse_stamp(text: str) -> int:
+    whole, _, frac = text.rstrip("Z").partition(".")
+    base = datetime.datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc)
+    return int((base - _EPOCH).total_seconds()) * 1_000_000_000 + int((frac or "0").ljust(9, "0")[:9])
+
+
+def _now_ns() -> int:
+    delta = datetime.datetime.now(datetime.timezone.utc) - _EPOCH
+    return (delta.days * 86400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
+
+
+@dataclass
+class LogInstance:
+    """The log of one container instance (one run of a container; a restart makes the next instance)."""
+
+    path: Path
+    done: bool = False
+    last_ns: int = 0
+    cond: threading.Condition = field(default_factory=threading.Condition)
+
+    def write(self, text: str) -> None:
+        with self.cond:
+            ns = max(_now_ns(), self.last_ns + 1)  # strictly increasing, as CRI log lines are
+            self.last_ns = ns
+            with open(self.path, "ab") as out:
+                out.write(f"{_stamp(ns)} {text}\n".encode("utf-8", "replace"))
+            self.cond.notify_all()
+
+    def finish(self) -> None:
+        with self.cond:
+            self.done = True
+            self.cond.notify_all()
+
+
+class LogStore:
+    """Every container instance's log, under ``workdir``, kept until the pod is deleted."""
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        workdir.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._instances: dict[tuple[str, str, str], list[LogInstance]] = {}
+
+    def new_instance(self, namespace: str, pod: str, container: str) -> LogInstance:
+        with self._lock:
+            runs = self._instances.setdefault((namespace, pod, container), [])
+            path = self.workdir / f"{namespace}_{pod}_{container}_{len(runs)}.log"
+            path.write_bytes(b"")
+            runs.append(LogInstance(path))
+            return runs[-1]
+
+    def lookup(self, namespace: str, pod: str, container: str, previous: bool) -> LogInstance | None:
+        with self._lock:
+            runs = self._instances.get((namespace, pod, container), [])
+            index = -2 if previous else -1
+            return runs[index] if len(runs) >= -index else None
+
+    def known(self, namespace: str, pod: str) -> bool:
+        with self._lock:
+            return any(k[0] == namespace and k[1] == pod for k in self._instances)
+
+    def forget_pod(self, namespace: str, pod: str) -> None:
+        with self._lock:
+            for key in [k for k in self._instances if k[0] == namespace and k[1] == pod]:
+                for run in self._instances.pop(key):
+                    run.finish()
+                    run.path.unlink(missing_ok=True)
+
+
+def _select(line: bytes, since_ns: int | None) -> bool:
+    if since_ns is None:
+        return True
+    return _parse_stamp(line.split(b" ", 1)[0].decode()) >= since_ns
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    store: LogStore
+    protocol_version = "HTTP/1.0"  # the body ends when the connection closes, so streams need no length
+
+    def log_message(self, *args) -> None:  # keep test output clean
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        url = urllib.parse.urlsplit(self.path)
+        parts = url.path.strip("/").split("/")
+        if len(parts) != 4 or parts[0] != "containerLogs":
+            self.send_error(404, "not found")
+            return
+        _, namespace, pod, container = parts
+        query = {k: v[-1] for k, v in urllib.parse.parse_qs(url.query).items()}
+        previous = query.get("previous") == "true"
+        instance = self.store.lookup(namespace, pod, container, previous)
+        if instance is None:
+            if previous:
+                self._fail(400, f'previous terminated container "{container}" in pod "{pod}" not found')
+            else:
+                self._fail(404, f'container "{container}" in pod "{pod}" is not available')
+            return
+        since_ns = None
+        if "sinceTime" in query:
+            since_ns = _parse_stamp(query["sinceTime"])
+        elif "sinceSeconds" in query:
+            since_ns = _now_ns() - int(query["sinceSeconds"]) * 1_000_000_000
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.end_headers()
+        self._stream(instance, query, since_ns)
+
+    def _fail(self, code: int, message: str) -> None:
+        body = message.encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _stream(self, instance: LogInstance, query: dict, since_ns: int | None) -> None:
+        follow = query.get("follow") == "true"
+        timestamps = query.get("timestamps") == "true"
+        limit = int(query["limitBytes"]) if "limitBytes" in query else None
+        tail = int(query["tailLines"]) if "tailLines" in query else None
+        sent = 0
+        try:
+            with open(instance.path, "rb") as log:
+                if tail is not None:
+                    kept: deque[bytes] = deque(maxlen=max(tail, 0))
+                    for raw in log:
+                        if raw.endswith(b"\n") and _select(raw, since_ns):
+                            kept.append(raw)
+                    pending = list(kept)
+                else:
+                    pending = []
+                while True:
+                    for raw in pending or self._read_ready(log):
+                        if not _select(raw, since_ns):
+                            continue
+                        out = raw if timestamps else raw.split(b" ", 1)[1]
+                        if limit is not None and sent + len(out) > limit:
+                            self.wfile.write(out[: limit - sent])
+                            return
+                        self.wfile.write(out)
+                        sent += len(out)
+                    pending = []
+                    self.wfile.flush()
+                    if not follow:
+                        return
+                    with instance.cond:
+                        if instance.done and log.tell() >= instance.path.stat().st_size:
+                            return
+                        instance.cond.wait(0.5)
+        except (BrokenPipeError, ConnectionResetError, FileNotFoundError):
+            return
+
+    @staticmethod
+    def _read_ready(log) -> list[bytes]:
+        """Complete lines available now (a line being written is left for the next pass)."""
+        lines = []
+        while True:
+            position = log.tell()
+            raw = log.readline()
+            if not raw:
+                break
+            if not raw.endswith(b"\n"):
+                log.seek(position)
+                break
+            lines.append(raw)
+            if len(lines) >= 1024:
+                break
+        return lines
+
+
+class LogServer:
+    """The HTTPS endpoint on 127.0.0.1 (a free port) serving ``/containerLogs/{ns}/{pod}/{container}``."""
+
+    def __init__(self, store: LogStore, cert_file: Path, key_file: Path):
+        handler = type("Handler", (_Handler,), {"store": store})
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server.daemon_threads = True
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(str(cert_file), str(key_file))
+        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, name="kubelet-logs", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

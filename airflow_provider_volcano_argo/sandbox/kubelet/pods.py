@@ -1,0 +1,256 @@
+"""One pod's life on an emulated node: init containers in order, then containers, with restart policy,
+readiness, ``activeDeadlineSeconds``, and the status the kubelet reports (``pkg/kubelet/kubelet_pods.go``,
+``pkg/kubelet/status/generate.go``, ``pkg/kubelet/prober``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+
+from ..kubeapi import ApiException, KubeApi
+from ..runtime import now_rfc3339
+from .logstore import LogStore
+from .programs import ContainerContext, ProgramRegistry
+
+log = logging.getLogger(__name__)
+
+BACKOFF_START, BACKOFF_MAX = 10.0, 300.0  # the kubelet's crash-loop back-off
+
+
+@dataclass
+class ContainerRun:
+    """The state of one container across its restarts."""
+
+    spec: dict
+    restart_count: int = 0
+    state: dict = field(default_factory=lambda: {"waiting": {"reason": "PodInitializing"}})
+    last_state: dict = field(default_factory=dict)
+    ready: bool = False
+    started_at: float = 0.0
+    context: ContainerContext | None = None
+
+
+class PodRunner:
+    """Runs a pod bound to this kubelet's node until it ends or is deleted."""
+
+    def __init__(self, pod: dict, api: KubeApi, programs: ProgramRegistry, logs: LogStore, time_scale: float):
+        self.pod = pod
+        self.api = api
+        self.programs = programs
+        self.logs = logs
+        self.time_scale = time_scale
+        self.stop = threading.Event()
+        self.lock = threading.RLock()
+        spec = pod["spec"]
+        self.init = [ContainerRun(c) for c in spec.get("initContainers", []) or []]
+        self.main = [ContainerRun(c) for c in spec.get("containers", [])]
+        self.phase = "Pending"
+        self.reason: str | None = None
+        self.message: str | None = None
+        self.start_time = now_rfc3339()
+        self.initialized = not self.init
+        self.dirty = False  # a status write failed (API server restarting): the kubelet retries it
+        self.thread = threading.Thread(target=self._run, name=f"pod-{pod['metadata']['name']}", daemon=True)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.pod["metadata"]["namespace"], self.pod["metadata"]["name"]
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def kill(self) -> None:
+        """Stop every container (deletion, shutdown)."""
+        self.stop.set()
+        with self.lock:
+            for run in self.init + self.main:
+                if run.context:
+                    run.context.stopped.set()
+
+    def fail_container(self, name: str, exit_code: int) -> bool:
+        with self.lock:
+            for run in self.init + self.main:
+                if run.spec["name"] == name and run.context and "running" in run.state:
+                    run.context.fail_now(exit_code)
+                    return True
+        return False
+
+    # -- running containers -------------------------------------------------------------------------------
+    def _execute(self, run: ContainerRun) -> int:
+        """One instance of a container: run its program, record its log."""
+        meta = self.pod["metadata"]
+        instance = self.logs.new_instance(meta["namespace"], meta["name"], run.spec["name"])
+        context = ContainerContext(
+            self.pod, run.spec, instance.write, threading.Event(), self.api, self.time_scale, run.restart_count
+        )
+        with self.lock:
+            run.context = context
+            run.started_at = time.monotonic()
+            run.state = {"running": {"startedAt": now_rfc3339()}}
+            run.ready = "readinessProbe" not in run.spec
+        self.report()
+        started = now_rfc3339()
+        try:
+            code = self.programs.resolve(self.pod, run.spec).run(context)
+        except Exception as exc:  # a program's bug shows as a crashed container, not a dead kubelet
+            instance.write(f"emulated program failed: {exc!r}")
+            code = 2
+        if context._fail_code:
+            code = context._fail_code[-1]
+        instance.finish()
+        with self.lock:
+            run.ready = False
+            run.state = {
+                "terminated": {
+                    "exitCode": code,
+                    "reason": "Completed" if code == 0 else "Error",
+                    "startedAt": started,
+                    "finishedAt": now_rfc3339(),
+                }
+            }
+        return code
+
+    def _should_restart(self, code: int) -> bool:
+        policy = self.pod["spec"].get("restartPolicy", "Always")
+        return not self.stop.is_set() and (policy == "Always" or (policy == "OnFailure" and code != 0))
+
+    def _container_loop(self, run: ContainerRun) -> None:
+        backoff = BACKOFF_START
+        while not self.stop.is_set():
+            code = self._execute(run)
+            self.report()
+            if not self._should_restart(code):
+                return
+            if self.stop.wait(backoff * self.time_scale):
+                return
+            backoff = min(backoff * 2, BACKOFF_MAX)
+            with self.lock:
+                run.last_state, run.restart_count = run.state, run.restart_count + 1
+
+    def _run(self) -> None:
+        try:
+            self._lifecycle()
+        except Exception:
+            if not self.stop.is_set():
+                log.exception("pod %s/%s failed in the emulated kubelet", *self.key)
+
+    def _lifecycle(self) -> None:
+        self.report()
+        for run in self.init:  # init containers: in order, each must succeed (restarting per policy)
+            while True:
+                code = self._execute(run)
+                if code == 0 or self.stop.is_set():
+                    break
+                if self.pod["spec"].get("restartPolicy", "Always") == "Never":
+                    self._end("Failed")
+                    return
+                with self.lock:
+                    run.last_state, run.restart_count = run.state, run.restart_count + 1
+                self.report()
+                if self.stop.wait(BACKOFF_START * self.time_scale):
+                    return
+            if self.stop.is_set():
+                return
+        self.initialized = True
+        with self.lock:
+            self.phase = "Running"
+        threads = [threading.Thread(target=self._container_loop, args=(r,), daemon=True) for r in self.main]
+        for thread in threads:
+            thread.start()
+        deadline = self.pod["spec"].get("activeDeadlineSeconds")
+        begun = time.monotonic()
+        while any(t.is_alive() for t in threads):
+            if deadline is not None and time.monotonic() - begun > float(deadline):
+                self.reason, self.message = (
+                    "DeadlineExceeded",
+                    "Pod was active on the node longer than the specified deadline",
+                )
+                self.kill()
+                for thread in threads:
+                    thread.join(10)
+                self._end("Failed")
+                return
+            self._probe()
+            time.sleep(0.05)
+        if self.stop.is_set():
+            return
+        codes = [r.state.get("terminated", {}).get("exitCode", 1) for r in self.main]
+        self._end("Succeeded" if all(c == 0 for c in codes) else "Failed")
+
+    def _probe(self) -> None:
+        changed = False
+        with self.lock:
+            for run in self.main:
+                probe = run.spec.get("readinessProbe")
+                if probe and "running" in run.state and not run.ready:
+                    if (
+                        time.monotonic() - run.started_at
+                        >= float(probe.get("initialDelaySeconds", 0)) * self.time_scale
+                    ):
+                        run.ready = changed = True
+        if changed:
+            self.report()
+
+    def _end(self, phase: str) -> None:
+        with self.lock:
+            self.phase = phase
+        self.report()
+
+    # -- status -------------------------------------------------------------------------------------------
+    def status(self) -> dict:
+        now = now_rfc3339()
+        with self.lock:
+            ready = self.phase == "Running" and all(r.ready for r in self.main)
+
+            def cond(kind: str, ok: bool) -> dict:
+                return {"type": kind, "status": "True" if ok else "False", "lastTransitionTime": now}
+
+            def container(run: ContainerRun) -> dict:
+                return {
+                    "name": run.spec["name"],
+                    "image": run.spec.get("image", ""),
+                    "imageID": "",
+                    "ready": run.ready,
+                    "restartCount": run.restart_count,
+                    "state": run.state,
+                    "lastState": run.last_state,
+                    "started": "running" in run.state,
+                    "containerID": f"emulated://{self.pod['metadata']['uid']}/{run.spec['name']}/{run.restart_count}",
+                }
+
+            status = {
+                "phase": self.phase,
+                "conditions": [
+                    cond("Initialized", self.initialized),
+                    cond("Ready", ready),
+                    cond("ContainersReady", ready),
+                    cond("PodScheduled", True),
+                ],
+                "hostIP": "127.0.0.1",
+                "podIP": "127.0.0.1",
+                "podIPs": [{"ip": "127.0.0.1"}],
+                "startTime": self.start_time,
+                "containerStatuses": [container(r) for r in self.main],
+                "qosClass": "BestEffort",
+            }
+            if self.init:
+                status["initContainerStatuses"] = [container(r) for r in self.init]
+            if self.reason:
+                status["reason"], status["message"] = self.reason, self.message
+        return status
+
+    def report(self) -> None:
+        """Write the status through ``pods/{name}/status`` (a pod being deleted may already be gone)."""
+        namespace, name = self.key
+        try:
+            self.api.patch("pods", name, {"status": self.status()}, namespace, subresource="status")
+            self.dirty = False
+        except ApiException as exc:
+            self.dirty = exc.status not in (404,)
+            log.debug("status of %s/%s: %s", namespace, name, exc)
+        except Exception as exc:  # the API server may be restarting
+            self.dirty = True
+            log.debug("status of %s/%s: %s", namespace, name, exc)

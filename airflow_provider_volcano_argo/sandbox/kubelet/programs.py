@@ -1,0 +1,243 @@
+"""What an emulated container does: scripted programs for tests, faithful defaults per image.
+
+Defaults: ``volcanosh/example-mpi`` runs its shell script through ``shell.py`` (the master prints the
+``mpi_hello_world`` lines for the workers of its hosts file, as in the upstream README's expected output; workers
+run ``sshd -D`` until stopped); kubectl images run the ``kubectl wait`` / follow-logs scripts of the upstream
+example (``kubectl.py``); ``docker/whalesay`` prints cowsay's whale. Anything else exits 0 at once.
+"""
+
+from __future__ import annotations
+
+import base64
+import fnmatch
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..kubeapi import ApiException, KubeApi
+
+
+@dataclass
+class ContainerContext:
+    """What a running program sees: its pod and container, output, the API, mounted files, env."""
+
+    pod: dict
+    container: dict
+    write: Callable[[str], None]
+    stopped: threading.Event
+    api: KubeApi
+    time_scale: float = 1.0
+    restart_count: int = 0
+    _fail_code: list[int] = field(default_factory=list)
+
+    @property
+    def namespace(self) -> str:
+        return self.pod["metadata"]["namespace"]
+
+    @property
+    def pod_api(self) -> KubeApi:
+        """The API as the pod's service account (what kubectl inside the pod would be)."""
+        sa = self.pod["spec"].get("serviceAccountName") or "default"
+        return self.api.impersonating(f"system:serviceaccount:{self.namespace}:{sa}", ["system:serviceaccounts"])
+
+    def sleep(self, seconds: float) -> bool:
+        """Sleep unless stopped; False when the container is being stopped."""
+        return not self.stopped.wait(max(seconds, 0))
+
+    def fail_now(self, exit_code: int) -> None:
+        """Fault injection: end the program with ``exit_code``."""
+        self._fail_code.append(exit_code)
+        self.stopped.set()
+
+    @property
+    def env(self) -> dict[str, str]:
+        values: dict[str, str] = {}
+        for item in self.container.get("env", []) or []:
+            if "value" in item:
+                values[item["name"]] = str(item["value"])
+                continue
+            source = item.get("valueFrom") or {}
+            ref = source.get("configMapKeyRef") or source.get("secretKeyRef")
+            if ref:
+                kind = "configmaps" if "configMapKeyRef" in source else "secrets"
+                data = self._data(kind, ref["name"])
+                if ref.get("key") in data:
+                    values[item["name"]] = data[ref["key"]]
+            elif "fieldRef" in source:
+                path = source["fieldRef"].get("fieldPath", "")
+                values[item["name"]] = {
+                    "metadata.name": self.pod["metadata"]["name"],
+                    "metadata.namespace": self.namespace,
+                }.get(path, "")
+        return values
+
+    def _data(self, kind: str, name: str) -> dict[str, str]:
+        try:
+            obj = self.api.get(kind, name, self.namespace)
+        except ApiException:
+            return {}
+        data = obj.get("data") or {}
+        if kind == "secrets":
+            return {k: base64.b64decode(v).decode("utf-8", "replace") for k, v in data.items()}
+        return dict(data)
+
+    def read_file(self, path: str) -> str | None:
+        """A file from the pod's configMap / secret volumes (as mounted into this container), else None."""
+        volumes = {v["name"]: v for v in self.pod["spec"].get("volumes", []) or []}
+        for mount in self.container.get("volumeMounts", []) or []:
+            root = mount["mountPath"].rstrip("/")
+            if not path.startswith(root + "/"):
+                continue
+            rest = path[len(root) + 1 :]
+            if mount.get("subPath"):
+                rest = f"{mount['subPath']}/{rest}" if rest else mount["subPath"]
+            volume = volumes.get(mount["name"], {})
+            if "configMap" in volume:
+                data = self._data("configmaps", volume["configMap"]["name"])
+            elif "secret" in volume:
+                data = self._data("secrets", volume["secret"]["secretName"])
+            else:
+                continue
+            for item in volume.get("configMap", volume.get("secret", {})).get("items", []) or []:
+                if item.get("path") == rest:
+                    rest = item["key"]
+            if rest in data:
+                return data[rest]
+        if path == "/var/run/secrets/kubernetes.io/serviceaccount/namespace":
+            return self.namespace
+        return None
+
+
+class Program:
+    """A container's behaviour: ``run(ctx)`` returns the exit code."""
+
+    def run(self, ctx: ContainerContext) -> int:
+        return 0
+
+
+@dataclass
+class ScriptedProgram(Program):
+    """Print ``lines`` (or ``count`` lines of ``line_template``), at ``rate`` lines/s if given, stay up for
+    ``duration`` seconds, then exit with ``exit_code`` (or ``exit_codes[restart]`` per container restart)."""
+
+    lines: list[str] | None = None
+    count: int = 0
+    line_template: str = "line {i}"
+    line_bytes: int | None = None
+    rate: float | None = None
+    duration: float = 0.0
+    exit_code: int = 0
+    exit_codes: list[int] | None = None
+
+    def _lines(self):
+        if self.lines is not None:
+            yield from self.lines
+        for i in range(self.count):
+            text = self.line_template.format(i=i)
+            yield text.ljust(self.line_bytes, "x") if self.line_bytes else text
+
+    def run(self, ctx: ContainerContext) -> int:
+        started = time.monotonic()
+        for n, text in enumerate(self._lines()):
+            if ctx.stopped.is_set():
+                return 137
+            ctx.write(text)
+            if self.rate:
+                delay = started + (n + 1) / self.rate - time.monotonic()
+                if delay > 0 and not ctx.sleep(delay):
+                    return 137
+        if not ctx.sleep(self.duration - (time.monotonic() - started)):
+            return 137
+        if self.exit_codes:
+            return self.exit_codes[min(ctx.restart_count, len(self.exit_codes) - 1)]
+        return self.exit_code
+
+
+@dataclass
+class _Rule:
+    program: Program
+    namespace: str
+    pod: str
+    container: str
+    image: str
+
+
+class ProgramRegistry:
+    """Scripted programs by (namespace, pod, container, image) patterns; the newest matching rule wins."""
+
+    def __init__(self) -> None:
+        self._rules: list[_Rule] = []
+        self._lock = threading.Lock()
+
+    def script(
+        self, program: Program, namespace: str = "*", pod: str = "*", container: str = "*", image: str = "*"
+    ) -> None:
+        with self._lock:
+            self._rules.append(_Rule(program, namespace, pod, container, image))
+
+    def clear(self) -> None:
+        with self._lock:
+            self._rules.clear()
+
+    def resolve(self, pod: dict, container: dict) -> Program:
+        meta = pod["metadata"]
+        with self._lock:
+            rules = list(reversed(self._rules))
+        for rule in rules:
+            if all(
+                fnmatch.fnmatchcase(value, pattern)
+                for value, pattern in (
+                    (meta["namespace"], rule.namespace),
+                    (meta["name"], rule.pod),
+                    (container["name"], rule.container),
+                    (container.get("image", ""), rule.image),
+                )
+            ):
+                return rule.program
+        return default_program(container.get("image", ""))
+
+
+def default_program(image: str) -> Program:
+    """The image's default behaviour."""
+    from .kubectl import KubectlProgram
+    from .shell import ShellProgram
+
+    name = image.split("@")[0]
+    if "example-mpi" in name:
+        return ShellProgram()
+    if "kubectl" in name:
+        return KubectlProgram()
+    if "whalesay" in name:
+        return CowsayProgram()
+    return Program()
+
+
+def cowsay(message: str) -> list[str]:
+    """cowsay's speech bubble and whale (docker/whalesay)."""
+    border = "_" * (len(message) + 2)
+    whale = [
+        "    \\",
+        "     \\",
+        "      \\",
+        "                    ##        .",
+        "              ## ## ##       ==",
+        "           ## ## ## ##      ===",
+        '       /""""""""""""""""___/ ===',
+        "  ~~~ {~~ ~~~~ ~~~ ~~~~ ~~ ~ /  ===- ~~~",
+        "       \\______ o          __/",
+        "        \\    \\        __/",
+        "          \\____\\______/",
+    ]
+    return [f" {border}", f"< {message} >", f" {'-' * (len(message) + 2)}", *whale]
+
+
+class CowsayProgram(Program):
+    """``docker/whalesay`` with ``command: [cowsay]``: the whale says ``args[0]``."""
+
+    def run(self, ctx: ContainerContext) -> int:
+        args: list[Any] = (ctx.container.get("command") or [])[1:] + (ctx.container.get("args") or [])
+        for line in cowsay(" ".join(str(a) for a in args)):
+            ctx.write(line)
+        return 0
