@@ -123,7 +123,7 @@ class Controller:
     resync_seconds = 1.0
 
     def __init__(self, stop: threading.Event):
-        self.stop = stop
+        self.stopping = stop
         self._queue: dict[Any, float] = {}
         self._cond = threading.Condition()
         self.thread = threading.Thread(target=self._run, name=self.name, daemon=True)
@@ -147,9 +147,15 @@ class Controller:
     def start(self) -> None:
         self.thread.start()
 
+    def stop(self) -> None:
+        """Stop reconciling (the shared stop event of the cluster usually does this for every controller)."""
+        self.stopping.set()
+        with self._cond:
+            self._cond.notify_all()
+
     def _next(self) -> Any:
         with self._cond:
-            while not self.stop.is_set():
+            while not self.stopping.is_set():
                 now = time.monotonic()
                 ready = [k for k, due in self._queue.items() if due <= now]
                 if ready:
@@ -162,7 +168,7 @@ class Controller:
 
     def _run(self) -> None:
         last_resync = 0.0
-        while not self.stop.is_set():
+        while not self.stopping.is_set():
             if time.monotonic() - last_resync >= self.resync_seconds:
                 last_resync = time.monotonic()
                 for key in self.keys():
@@ -173,7 +179,7 @@ class Controller:
             try:
                 again = self.reconcile(key)
             except Exception as exc:
-                if not self.stop.is_set():
+                if not self.stopping.is_set():
                     log.debug("%s: reconcile %s failed: %s", self.name, key, exc, exc_info=True)
                 again = 0.5
             if again is not None:

@@ -80,6 +80,7 @@ class KubeApi:
         configuration = client.Configuration()
         config.load_kube_config(config_file=path, client_configuration=configuration)
         configuration.retries = 0
+        configuration.connection_pool_maxsize = 64  # informers, controllers and programs share one pool
         return cls(client.ApiClient(configuration))
 
     def impersonating(self, user: str, groups: list[str]) -> KubeApi:

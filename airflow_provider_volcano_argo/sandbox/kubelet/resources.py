@@ -45,6 +45,12 @@ def node_capacity(spec: Any) -> dict[str, str]:
     return capacity
 
 
+def node_capacity_from_status(node: dict) -> dict[str, str]:
+    """Allocatable resources of a Node object."""
+    status = node.get("status") or {}
+    return dict(status.get("allocatable") or status.get("capacity") or {})
+
+
 def pod_requests(pod: dict) -> dict[str, float]:
     """What a pod asks for: the sum over containers, or the largest init container if larger (as the scheduler
     computes it), plus one pod slot."""

@@ -1,0 +1,246 @@
+"""The emulated Volcano gang scheduler: enqueue PodGroups, bind a gang only when ``minMember`` pods fit at once,
+and say why not.
+
+Follows volcano-sh/volcano ``pkg/scheduler/actions/enqueue/enqueue.go`` (Pending -> Inqueue when the queue is
+Open and ``minResources`` fit), ``actions/allocate`` with the ``gang`` plugin (all-or-nothing binding,
+``plugins/gang/gang.go``: the ``Unschedulable`` / ``Scheduled`` conditions and their messages),
+``framework/session.go: getPodGroupPhase`` and ``cache/cache.go: RecordJobStatusEvent``.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from ..informer import Controller
+from ..kubeapi import ApiException
+from ..kubelet.resources import node_capacity_from_status, pod_requests, quantity, shortfall
+from ..runtime import Cluster, now_rfc3339
+
+log = logging.getLogger(__name__)
+COMPONENT = "volcano"
+
+
+def _finished(pod: dict) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+class VolcanoScheduler(Controller):
+    """One scheduling pass per PodGroup whenever pods, nodes or PodGroups change."""
+
+    name = "volcano-scheduler"
+
+    def __init__(self, cluster: Cluster):
+        super().__init__(cluster.stop)
+        self.cluster = cluster
+        self.api = cluster.api
+        self._last_message: dict[tuple[str, str], str] = {}
+
+    def start(self) -> None:
+        self.groups = self.cluster.informer("podgroups")
+        self.pods = self.cluster.informer("pods")
+        self.nodes = self.cluster.informer("nodes")
+        self.queues = self.cluster.informer("queues")
+        self.groups.subscribe(lambda k, o, old: self.enqueue((o["metadata"]["namespace"], o["metadata"]["name"])))
+        self.pods.subscribe(self._on_pod)
+        self.nodes.subscribe(lambda *_: [self.enqueue(k) for k in self.keys()])
+        super().start()
+
+    def keys(self) -> list:
+        return [(g["metadata"]["namespace"], g["metadata"]["name"]) for g in self.groups.items()]
+
+    def _on_pod(self, kind: str, pod: dict, old: dict | None) -> None:
+        group = pod["metadata"].get("annotations", {}).get("scheduling.k8s.io/group-name")
+        if group:
+            self.enqueue((pod["metadata"]["namespace"], group))
+        if kind == "DELETED" or _finished(pod):  # freed capacity may admit another gang
+            for key in self.keys():
+                self.enqueue(key, 0.05)
+
+    # -- capacity -----------------------------------------------------------------------------------------
+    def _used(self) -> dict[str, list[dict[str, float]]]:
+        used: dict[str, list[dict[str, float]]] = {}
+        for pod in self.pods.items():
+            node = pod["spec"].get("nodeName")
+            if node and not _finished(pod):
+                used.setdefault(node, []).append(pod_requests(pod))
+        return used
+
+    def _ready_nodes(self) -> list[dict]:
+        return [
+            n
+            for n in self.nodes.items()
+            if any(
+                c.get("type") == "Ready" and c.get("status") == "True"
+                for c in (n.get("status") or {}).get("conditions", [])
+            )
+        ]
+
+    # -- one pass -----------------------------------------------------------------------------------------
+    def reconcile(self, key: tuple[str, str]) -> float | None:
+        group = self.groups.get(*key)
+        if group is None:
+            self._last_message.pop(key, None)
+            return None
+        status = dict(group.get("status") or {})
+        phase = status.get("phase") or "Pending"
+        pods = [
+            p
+            for p in self.pods.items(key[0])
+            if p["metadata"].get("annotations", {}).get("scheduling.k8s.io/group-name") == key[1]
+        ]
+        min_member = int(group["spec"].get("minMember", 1))
+        if phase == "Pending":
+            reason = self._enqueue_refusal(group)
+            if reason is None:
+                phase = "Inqueue"
+            else:
+                self._unschedulable(
+                    group,
+                    status,
+                    f"0/{len(pods)} tasks in gang unschedulable: pod group is not "
+                    f"ready, {min_member} minAvailable; {reason}",
+                    reason,
+                )
+                return 2.0
+        bound = [p for p in pods if p["spec"].get("nodeName")]
+        waiting = [p for p in pods if not p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")]
+        placement, misfits = self._place(waiting)
+        started = sum(1 for p in bound if not p["metadata"].get("deletionTimestamp"))
+        if waiting and started + len(placement) >= min_member:
+            for pod, node in placement:
+                self._bind(pod, node)
+            self._scheduled(group, status)
+        elif waiting:
+            unschedulable = len(waiting) - len(placement)
+            detail = f"0/{len(self._ready_nodes())} nodes are unavailable: {', '.join(sorted(set(misfits)))}."
+            task = waiting[0]["metadata"].get("labels", {}).get("volcano.sh/task-spec", "")
+            message = (
+                f"{min_member - started}/{len(pods)} tasks in gang unschedulable: pod group is not ready, "
+                f"{len(waiting)} Pending, {min_member} minAvailable; Pending: {unschedulable} Unschedulable. "
+                f"Origin reason is {task}: {detail}"
+            )
+            self._unschedulable(group, status, message, detail)
+            for pod in waiting:
+                self._pod_unschedulable(pod, detail)
+        running = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Running")
+        succeeded = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Succeeded")
+        failed = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Failed")
+        if pods and running + succeeded + failed >= min_member:
+            phase = "Completed" if running == 0 and succeeded + failed == len(pods) else "Running"
+        self._write(group, {**status, "phase": phase, "running": running, "succeeded": succeeded, "failed": failed})
+        return 2.0 if waiting else None
+
+    def _enqueue_refusal(self, group: dict) -> str | None:
+        """Why a Pending PodGroup may not be enqueued yet, or None (queue Open and minResources fit)."""
+        queue = self.queues.get("", group["spec"].get("queue", "default"))
+        if queue is None:
+            return f"queue {group['spec'].get('queue')} not found"
+        if ((queue.get("status") or {}).get("state") or "Open") != "Open":
+            return f"queue {queue['metadata']['name']} is not open"
+        asked = {k: quantity(v) for k, v in (group["spec"].get("minResources") or {}).items()}
+        nodes = self._ready_nodes()
+        capacity: dict[str, float] = {}
+        for node in nodes:
+            for name, value in node_capacity_from_status(node).items():
+                capacity[name] = capacity.get(name, 0.0) + quantity(value)
+        used = [r for rs in self._used().values() for r in rs]
+        missing = shortfall(asked, {k: str(v) for k, v in capacity.items()}, used)
+        if missing:
+            return "resource in cluster is overused: " + ", ".join(
+                m.replace("Insufficient ", "overused ") for m in missing
+            )
+        return None
+
+    def _place(self, waiting: list[dict]) -> tuple[list[tuple[dict, str]], list[str]]:
+        """First-fit every waiting pod onto Ready nodes, as one session would; returns placements and misfits."""
+        used = self._used()
+        placement, misfits = [], []
+        nodes = self._ready_nodes()
+        for pod in sorted(waiting, key=lambda p: p["metadata"]["name"]):
+            asked = pod_requests(pod)
+            reasons = []
+            for node in nodes:
+                name = node["metadata"]["name"]
+                missing = shortfall(asked, node_capacity_from_status(node), used.get(name, []))
+                if not missing:
+                    placement.append((pod, name))
+                    used.setdefault(name, []).append(asked)
+                    break
+                reasons.extend(missing)
+            else:
+                misfits.extend(reasons or ["no node"])
+        return placement, misfits
+
+    # -- writes -------------------------------------------------------------------------------------------
+    def _bind(self, pod: dict, node: str) -> None:
+        meta = pod["metadata"]
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": meta["name"]},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        try:
+            self.api.request("POST", f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/binding", body=body)
+        except ApiException as exc:
+            log.debug("binding %s: %s", meta["name"], exc)
+
+    def _condition(self, status: dict, kind: str, reason: str, message: str) -> None:
+        status["conditions"] = [
+            {
+                "type": kind,
+                "status": "True",
+                "transitionID": str(uuid.uuid4()),
+                "lastTransitionTime": now_rfc3339(),
+                "reason": reason,
+                "message": message,
+            }
+        ]
+
+    def _unschedulable(self, group: dict, status: dict, message: str, reason: str) -> None:
+        key = (group["metadata"]["namespace"], group["metadata"]["name"])
+        self._condition(status, "Unschedulable", "NotEnoughResources", message)
+        if self._last_message.get(key) != message:
+            self._last_message[key] = message
+            self.cluster.record_event(group, "Warning", "Unschedulable", message, COMPONENT)
+            self._write(group, {**status, "phase": (group.get("status") or {}).get("phase") or "Pending"})
+
+    def _scheduled(self, group: dict, status: dict) -> None:
+        self._condition(status, "Scheduled", "tasks in gang are ready to be scheduled", "")
+        self._last_message.pop((group["metadata"]["namespace"], group["metadata"]["name"]), None)
+        self.cluster.record_event(group, "Normal", "Scheduled", "pod group is ready", COMPONENT)
+
+    def _pod_unschedulable(self, pod: dict, message: str) -> None:
+        conditions = (pod.get("status") or {}).get("conditions") or []
+        if any(c.get("type") == "PodScheduled" and c.get("message") == message for c in conditions):
+            return
+        meta = pod["metadata"]
+        patch = {
+            "status": {
+                "conditions": [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": "Unschedulable",
+                        "message": message,
+                        "lastTransitionTime": now_rfc3339(),
+                    }
+                ]
+            }
+        }
+        try:
+            self.api.patch("pods", meta["name"], patch, meta["namespace"], subresource="status", patch_type="strategic")
+        except ApiException as exc:
+            log.debug("pod condition %s: %s", meta["name"], exc)
+
+    def _write(self, group: dict, status: dict) -> None:
+        if status == (group.get("status") or {}):
+            return
+        meta = group["metadata"]
+        try:
+            # PodGroups have no status subresource upstream: the scheduler updates the whole object
+            self.api.patch("podgroups", meta["name"], {"status": status}, meta["namespace"])
+        except ApiException as exc:
+            if exc.status != 404:
+                log.debug("podgroup %s: %s", meta["name"], exc)
