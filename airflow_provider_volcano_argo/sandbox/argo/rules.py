@@ -1,0 +1,213 @@
+"""Argo Workflows' rules as pure functions: template substitution, resource-template conditions, node IDs and
+pod names, and merging a Workflow with its WorkflowTemplate.
+
+Follows argoproj/argo-workflows: ``workflow/common/util.go`` (substitution), ``workflow/executor/resource.go``
+(conditions parsed as ``labels.Parse`` requirements over gjson paths), ``pkg/apis/workflow/v1alpha1``
+(``Workflow.NodeID``), ``workflow/util/pod_name.go`` (pod names v2), ``workflow/util/merge.go: JoinWorkflowSpec``.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass
+from typing import Any
+
+_REF = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
+
+
+class TemplateError(ValueError):
+    """The Workflow cannot run as written (the Workflow ends in ``Error``)."""
+
+
+def substitute(value: Any, scope: dict[str, str]) -> Any:
+    """Replace ``{{name}}`` references found in ``scope`` in every string of ``value``; others stay as they are
+    (Argo leaves references it does not resolve at this stage, e.g. ``{{steps.x.outputs}}``)."""
+    if isinstance(value, str):
+        return _REF.sub(lambda m: scope.get(m.group(1), m.group(0)), value)
+    if isinstance(value, list):
+        return [substitute(v, scope) for v in value]
+    if isinstance(value, dict):
+        return {k: substitute(v, scope) for k, v in value.items()}
+    return value
+
+
+def fnv32a(text: str) -> int:
+    value = 0x811C9DC5
+    for byte in text.encode():
+        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return value
+
+
+def node_id(workflow: str, node_name: str) -> str:
+    """The root node's ID is the Workflow's name; others are ``<wf>-<fnv32a(nodeName)>``."""
+    return workflow if node_name == workflow else f"{workflow}-{fnv32a(node_name)}"
+
+
+def pod_name(workflow: str, template: str, node_name: str) -> str:
+    """Pod name v2: ``<wf>-<template>-<fnv32a(nodeName)>`` (prefix cut at 242 characters)."""
+    prefix = f"{workflow}-{template}"[:242].rstrip("-")
+    return f"{prefix}-{fnv32a(node_name)}"
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One condition term, as ``labels.Requirement``."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        if self.operator == "exists":
+            return self.key
+        if self.operator == "!":
+            return f"!{self.key}"
+        if self.operator in ("in", "notin"):
+            return f"{self.key} {self.operator} ({','.join(self.values)})"
+        return f"{self.key}{self.operator}{self.values[0]}"
+
+
+def _split_terms(text: str) -> list[str]:
+    terms, depth, current = [], 0, ""
+    for ch in text:
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth == 0:
+            terms.append(current)
+            current = ""
+        else:
+            current += ch
+    return [t.strip() for t in terms + [current] if t.strip()]
+
+
+def parse_condition(text: str) -> list[Requirement]:
+    """``key=v``, ``key==v``, ``key!=v``, ``key in (a,b)``, ``key notin (a,b)``, ``key``, ``!key``, ``key>n``,
+    ``key<n``; a comma means AND."""
+    requirements = []
+    for term in _split_terms(text):
+        match = re.fullmatch(r"(\S+)\s+(in|notin)\s*\((.*)\)", term)
+        if match:
+            values = tuple(sorted(v.strip() for v in match.group(3).split(",") if v.strip()))
+            requirements.append(Requirement(match.group(1), match.group(2), values))
+            continue
+        match = re.fullmatch(r"(\S+?)\s*(==|!=|=|>|<)\s*(\S*)", term)
+        if match:
+            operator = "==" if match.group(2) == "=" else match.group(2)
+            requirements.append(Requirement(match.group(1), operator, (match.group(3),)))
+        elif term.startswith("!"):
+            requirements.append(Requirement(term[1:].strip(), "!"))
+        elif re.fullmatch(r"\S+", term):
+            requirements.append(Requirement(term, "exists"))
+        else:
+            raise TemplateError(f"unable to parse condition {term!r}")
+    return requirements
+
+
+def json_path(obj: Any, path: str) -> Any:
+    """gjson's dotted path (``status.state.phase``; numeric parts index lists); None when absent."""
+    for part in path.split("."):
+        if isinstance(obj, dict):
+            obj = obj.get(part)
+        elif isinstance(obj, list) and part.isdigit() and int(part) < len(obj):
+            obj = obj[int(part)]
+        else:
+            return None
+        if obj is None:
+            return None
+    return obj
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def matches(requirement: Requirement, obj: dict) -> bool:
+    value = json_path(obj, requirement.key)
+    op = requirement.operator
+    if op == "exists":
+        return value is not None
+    if op == "!":
+        return value is None
+    if value is None:
+        return op in ("!=", "notin")
+    text = _text(value)
+    if op == "==":
+        return text == requirement.values[0]
+    if op == "!=":
+        return text != requirement.values[0]
+    if op == "in":
+        return text in requirement.values
+    if op == "notin":
+        return text not in requirement.values
+    try:
+        number, bound = float(text), float(requirement.values[0])
+    except ValueError:
+        return False
+    return number > bound if op == ">" else number < bound
+
+
+def evaluate(success: str | None, failure: str | None, obj: dict) -> tuple[str | None, str]:
+    """("Failed", message) if the failure condition holds (checked first), ("Succeeded", "") if every success
+    requirement holds, else (None, "") to keep checking."""
+    if failure:
+        for requirement in parse_condition(failure):
+            if matches(requirement, obj):
+                return "Failed", f"failure condition '{requirement}' evaluated true"
+    if success:
+        if all(matches(r, obj) for r in parse_condition(success)):
+            return "Succeeded", ""
+        return None, ""
+    return "Succeeded", ""
+
+
+def join_spec(workflow_spec: dict, template_spec: dict | None) -> dict:
+    """``JoinWorkflowSpec``: the Workflow's fields over the template's; parameters merged by name."""
+    if template_spec is None:
+        return copy.deepcopy(workflow_spec)
+    joined = copy.deepcopy(template_spec)
+    for key, value in workflow_spec.items():
+        if key in ("workflowTemplateRef", "arguments"):
+            continue
+        joined[key] = copy.deepcopy(value)
+    params = {p["name"]: p for p in (template_spec.get("arguments") or {}).get("parameters", [])}
+    for p in (workflow_spec.get("arguments") or {}).get("parameters", []):
+        params[p["name"]] = {**params.get(p["name"], {}), **p}
+    joined.setdefault("arguments", {})["parameters"] = list(params.values())
+    workflow_templates = {t["name"]: t for t in template_spec.get("templates", [])}
+    workflow_templates.update({t["name"]: t for t in workflow_spec.get("templates", [])})
+    joined["templates"] = list(workflow_templates.values())
+    return joined
+
+
+def workflow_scope(workflow: dict, spec: dict) -> dict[str, str]:
+    """``workflow.*`` variables; a parameter without a value is a template error."""
+    meta = workflow["metadata"]
+    scope = {
+        "workflow.name": meta["name"],
+        "workflow.namespace": meta["namespace"],
+        "workflow.uid": meta["uid"],
+        "workflow.serviceAccountName": spec.get("serviceAccountName", "default"),
+    }
+    for param in (spec.get("arguments") or {}).get("parameters", []):
+        if "value" not in param:
+            raise TemplateError(f"spec.arguments.{param['name']}.value is required")
+        scope[f"workflow.parameters.{param['name']}"] = str(param["value"])
+    return scope
+
+
+def input_scope(template: dict, arguments: dict, outer: dict[str, str]) -> dict[str, str]:
+    """``inputs.parameters.*`` of ``template`` from the caller's ``arguments`` (or their defaults)."""
+    given = {p["name"]: substitute(str(p.get("value", "")), outer) for p in (arguments or {}).get("parameters", [])}
+    scope = dict(outer)
+    for param in (template.get("inputs") or {}).get("parameters", []):
+        name = param["name"]
+        if name in given:
+            scope[f"inputs.parameters.{name}"] = given[name]
+        elif "value" in param or "default" in param:
+            scope[f"inputs.parameters.{name}"] = str(param.get("value", param.get("default")))
+        else:
+            raise TemplateError(f"inputs.parameters.{name} was not supplied")
+    return scope

@@ -1,0 +1,50 @@
+"""Small helpers for integration tests against the sandbox."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from airflow_provider_volcano_argo.sandbox.kubeapi import KubeApi
+
+
+def wait_for(
+    predicate: Callable[[], Any], timeout: float = 60.0, interval: float = 0.2, what: str = "condition"
+) -> Any:
+    """Poll ``predicate`` until it returns something truthy; fail with ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"{what} not reached within {timeout:.0f} s (last: {last!r})")
+
+
+def submit_from_template(api: KubeApi, namespace: str, template: str, parameters: dict[str, str] | None = None) -> dict:
+    """What ``argo submit --from workflowtemplate/NAME -p k=v`` creates (``NewWorkflowFromWorkflowTemplate``)."""
+    body = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {"generateName": f"{template}-", "labels": {"workflows.argoproj.io/workflow-template": template}},
+        "spec": {"workflowTemplateRef": {"name": template}},
+    }
+    if parameters:
+        body["spec"]["arguments"] = {"parameters": [{"name": k, "value": v} for k, v in parameters.items()]}
+    return api.create("workflows", body, namespace)
+
+
+def phase_of(api: KubeApi, kind: str, name: str, namespace: str) -> str:
+    obj = api.get_or_none(kind, name, namespace) or {}
+    status = obj.get("status") or {}
+    return (status.get("state") or {}).get("phase", "") if kind == "vcjobs" else status.get("phase", "")
+
+
+def pod_log(api: KubeApi, namespace: str, pod: str, container: str) -> str:
+    """A container's whole log read through ``pods/log`` (the API server's proxy to the kubelet)."""
+    response = api.request(
+        "GET", f"/api/v1/namespaces/{namespace}/pods/{pod}/log", query={"container": container}, stream=True
+    )
+    return response.data.decode()
