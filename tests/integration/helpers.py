@@ -48,3 +48,15 @@ def pod_log(api: KubeApi, namespace: str, pod: str, container: str) -> str:
         "GET", f"/api/v1/namespaces/{namespace}/pods/{pod}/log", query={"container": container}, stream=True
     )
     return response.data.decode()
+
+
+def grant_upstream_rbac(sandbox, upstream_dir, namespace: str) -> None:
+    """The seed's ``rbac.yaml`` (Role + RoleBinding for the ``argo`` service account) in ``namespace``."""
+    import yaml
+
+    path = upstream_dir / "volcano/example/integrations/argo/mpi/rbac.yaml"
+    for doc in yaml.safe_load_all(path.read_text()):
+        doc["metadata"]["namespace"] = namespace
+        for subject in doc.get("subjects", []):
+            subject["namespace"] = namespace
+        sandbox.apply(doc)

@@ -9,7 +9,7 @@ import yaml
 
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
 
-from .helpers import phase_of, pod_log, submit_from_template, wait_for
+from .helpers import grant_upstream_rbac, phase_of, pod_log, submit_from_template, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -90,6 +90,7 @@ def _creation_order(sandbox, namespace: str, prefix: str) -> list[tuple[str, str
 
 def test_step_and_dag_examples_run_unchanged_in_order(sandbox, upstream_dir, sandbox_namespace):
     ns = sandbox_namespace
+    grant_upstream_rbac(sandbox, upstream_dir, ns)
     # hello-2a / hello-2b / B / C take a moment, so "after" is visible in second-precision timestamps
     sandbox.kubelet.programs.script(ScriptedProgram(lines=["working"], duration=1.2), namespace=ns)
     names = {}
