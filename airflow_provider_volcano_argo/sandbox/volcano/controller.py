@@ -59,6 +59,7 @@ class VolcanoJobController(Controller):
         self.api = cluster.api
         self.time_scale = time_scale
         self.requests: dict[tuple[str, str], list[Request]] = defaultdict(list)
+        self._in_flight: tuple[tuple[str, str] | None, list[Request]] = (None, [])
         self.lock = threading.Lock()
 
     def start(self) -> None:
@@ -119,6 +120,7 @@ class VolcanoJobController(Controller):
             statuses = (pod.get("status") or {}).get("containerStatuses") or [{}]
             code = int(((statuses[0].get("state") or {}).get("terminated") or {}).get("exitCode", 0))
             self._add_request(key, Request("PodFailed", task, code))
+        log.debug("pod %s: %s -> %s", pod["metadata"]["name"], old_phase, new_phase)
         if new_phase != old_phase and new_phase == "Succeeded" and job_obj and self._task_completed(job_obj, task):
             self._add_request(key, Request("TaskCompleted", task))
         if new_phase in ("Running", "Pending") and job_obj and _restarts(pod) > (_restarts(old) if old else 0):
@@ -172,7 +174,8 @@ class VolcanoJobController(Controller):
 
     # -- reconcile ----------------------------------------------------------------------------------------
     def reconcile(self, key: tuple[str, str]) -> float | None:
-        job = self.jobs.get(*key)
+        # read the job itself, not the informer's copy: acting on a stale status would undo newer transitions
+        job = self.api.get_or_none("vcjobs", key[1], key[0]) if self.jobs.get(*key) is not None else None
         if job is None:
             with self.lock:
                 self.requests.pop(key, None)
@@ -187,8 +190,10 @@ class VolcanoJobController(Controller):
             return self._init(job)
         with self.lock:
             pending = self.requests.pop(key, [])
+        self._in_flight = (key, pending)
         for request in pending:
             action = resolve_action(spec, request)
+            log.debug("job %s/%s in %s: %s -> %s", key[0], key[1], phase, request, action)
             if action != "SyncJob":
                 self.cluster.record_event(
                     job, "Normal", "ExecuteAction", f"Start to execute action {action} ", COMPONENT
@@ -211,6 +216,7 @@ class VolcanoJobController(Controller):
         if new_phase in TERMINAL and phase not in TERMINAL:
             self._kill(job, status, self._current_pods(job, status), retain_finished=True)
         self._write_status(job, status, new_phase, counts, per_task)
+        self._in_flight = (None, [])
         return None if new_phase in TERMINAL else 1.0
 
     def _init(self, job: dict) -> float:
@@ -230,9 +236,10 @@ class VolcanoJobController(Controller):
         if action in ("RestartJob", "RestartTask", "RestartPod", "ResumeJob"):
             if action == "ResumeJob" and phase not in ("Aborting", "Aborted"):
                 return phase, status
-            status["retryCount"] = int(status.get("retryCount", 0)) + 1
-            last = status["retryCount"] >= int(job["spec"].get("maxRetry", 3)) - 1
+            # killJob runs before retryCount++ (state/*.go): the last retry keeps finished pods for their logs
+            last = int(status.get("retryCount", 0)) >= int(job["spec"].get("maxRetry", 3)) - 1
             self._kill(job, status, pods, retain_finished=last or action == "ResumeJob")
+            status["retryCount"] = int(status.get("retryCount", 0)) + 1
             return "Restarting", status
         if action in FINISHING and phase not in FINISHING.values():
             self._kill(job, status, pods, retain_finished=True)
@@ -484,6 +491,10 @@ class VolcanoJobController(Controller):
             self.api.replace("vcjobs", body, subresource="status")
         except ApiException as exc:
             if exc.status in (404, 409):
+                key, requests = getattr(self, "_in_flight", (None, []))
+                if exc.status == 409 and key == (meta["namespace"], meta["name"]) and requests:
+                    with self.lock:  # the transition was not recorded: handle these events again
+                        self.requests[key][:0] = requests
                 self.enqueue((meta["namespace"], meta["name"]), 0.05)
             else:
                 raise
