@@ -24,9 +24,14 @@ def main(argv: list[str] | None = None) -> int:
     from airflow_provider_volcano_argo import templates
 
     if args.action == "show":
+        def template(name: str) -> list[dict]:
+            body = templates.workflow_template(name)
+            body["metadata"]["namespace"] = args.namespace
+            return [body]
+
         docs = {
-            "template": lambda: [templates.workflow_template()],
-            "master-after-workers": lambda: [templates.workflow_template(templates.MASTER_AFTER_WORKERS_TEMPLATE)],
+            "template": lambda: template(templates.DEFAULT_TEMPLATE),
+            "master-after-workers": lambda: template(templates.MASTER_AFTER_WORKERS_TEMPLATE),
             "argo-rbac": lambda: templates.argo_rbac(args.namespace),
             "airflow-role": lambda: templates.airflow_roles(args.namespace),
         }[args.what]()
