@@ -40,3 +40,28 @@ with DAG("test_mpi_unschedulable", schedule=None, start_date=START, params=PARAM
     VolcanoMPIJobOperator(
         task_id="mpi", namespace="{{ params.namespace }}", workers=3, cpu_per_worker="4", schedule_timeout=5
     )
+
+
+class WorkerDiesAfterSubmit(VolcanoMPIJobOperator):
+    """On its first try, the worker is lost right after the Workflow was submitted (before deferral)."""
+
+    def execute(self, context):
+        from airflow.exceptions import TaskDeferred
+
+        try:
+            return super().execute(context)
+        except TaskDeferred:
+            if context["ti"].try_number == 1:
+                raise RuntimeError("worker lost after submission (simulated)") from None
+            raise
+
+
+with DAG("test_mpi_reattach", schedule=None, start_date=START, params=PARAMS) as mpi_reattach:
+    WorkerDiesAfterSubmit(
+        task_id="mpi", namespace="{{ params.namespace }}", retries=1, retry_delay=datetime.timedelta(0)
+    )
+
+with DAG("test_mpi_timeout", schedule=None, start_date=START, params=PARAMS) as mpi_timeout:
+    VolcanoMPIJobOperator(
+        task_id="mpi", namespace="{{ params.namespace }}", execution_timeout=datetime.timedelta(seconds=8)
+    )

@@ -109,3 +109,44 @@ def test_gang_never_admitted_fails_after_schedule_timeout_naming_the_reason(sand
     assert "not admitted by the gang scheduler within schedule_timeout" in log
     assert "NotEnoughResources" in log and "cpu" in log
     wait_for(lambda: not sandbox.api.list("vcjobs", mpi_namespace)["items"], 60, what="nothing left")
+
+
+def test_retried_task_reattaches_to_the_live_workflow(sandbox, mpi_namespace, caplog, capfd):
+    from tests.dags.mpi_test_dags import mpi_reattach
+
+    created = []
+    sandbox.cluster.informer("vcjobs").subscribe(
+        lambda kind, obj, old: (
+            kind == "ADDED"
+            and obj["metadata"]["namespace"] == mpi_namespace
+            and created.append(obj["metadata"]["name"])
+        )
+    )
+    sandbox.kubelet.programs.script(
+        ScriptedProgram(lines=["the only run"], duration=4), namespace=mpi_namespace, container="mpimaster"
+    )
+    try:
+        states, log = _run(mpi_reattach, caplog, capfd, namespace=mpi_namespace)
+    finally:
+        sandbox.kubelet.programs.clear()
+    assert states == {"mpi": "success"}, log[-3000:]
+    assert "worker lost after submission" in log and "Reattaching to Argo Workflow" in log
+    assert len(set(created)) == 1, created  # exactly one Volcano Job ever existed
+    result = _xcom("test_mpi_reattach", "mpi")
+    assert result["job_name"] == created[0]  # the second try followed the first try's job
+    assert log.count("the only run") == 1  # its log shown once
+
+
+def test_execution_timeout_while_deferred_stops_and_removes_everything(sandbox, mpi_namespace, caplog, capfd):
+    from tests.dags.mpi_test_dags import mpi_timeout
+
+    sandbox.kubelet.programs.script(ScriptedProgram(duration=3600), namespace=mpi_namespace, container="mpimaster")
+    try:
+        states, log = _run(mpi_timeout, caplog, capfd, namespace=mpi_namespace)
+    finally:
+        sandbox.kubelet.programs.clear()
+    assert states == {"mpi": "failed"}
+    assert "execution_timeout reached" in log
+    wait_for(lambda: not sandbox.api.list("workflows", mpi_namespace)["items"], 60, what="workflow deleted")
+    wait_for(lambda: not sandbox.api.list("vcjobs", mpi_namespace)["items"], 60, what="job collected")
+    wait_for(lambda: not sandbox.api.list("pods", mpi_namespace)["items"], 60, what="pods collected")
