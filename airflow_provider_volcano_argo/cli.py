@@ -24,6 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     from airflow_provider_volcano_argo import templates
 
     if args.action == "show":
+
         def template(name: str) -> list[dict]:
             body = templates.workflow_template(name)
             body["metadata"]["namespace"] = args.namespace

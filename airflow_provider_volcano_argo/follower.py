@@ -263,7 +263,9 @@ class WorkflowFollower:
         finally:
             for task in watch_tasks:
                 task.cancel()
-            if outcome is None:  # cancelled (triggerer restart): keep the place for the next follower
+            if outcome is None:  # cancelled (triggerer restart): stop streaming, keep the place for the next one
+                for task, _ in self.streams.values():
+                    task.cancel()
                 await asyncio.shield(self.save_cursors())
         self._report_progress()
         await self._drain(DRAIN_SECONDS)

@@ -134,6 +134,7 @@ class VolcanoArgoHook(KubernetesHook):
             res.plural,
             name,
             patch,
+            _content_type="application/merge-patch+json",
         )
 
     def replace_object(self, res: ApiResource, body: dict, namespace: str) -> dict:
@@ -356,7 +357,15 @@ class AsyncVolcanoArgoHook(AsyncKubernetesHook):
                 "patch",
                 res.label,
                 namespace,
-                api.patch_namespaced_custom_object(res.group, res.version, namespace, res.plural, name, patch),
+                api.patch_namespaced_custom_object(
+                    res.group,
+                    res.version,
+                    namespace,
+                    res.plural,
+                    name,
+                    patch,
+                    _content_type="application/merge-patch+json",
+                ),
             )
 
     async def delete_object(self, res: ApiResource, name: str, namespace: str, propagation: str = "Foreground") -> bool:

@@ -240,6 +240,8 @@ class ArgoWorkflowTemplateOperator(BaseOperator):
         if store is not None:
             store.set(IDENTITY_KEY, identity)
         context["ti"].xcom_push(key="argo_workflow", value=identity)
+        base_url = self.argo_base_url or (hook.conn_extras or {}).get("argo_base_url")
+        ArgoWorkflowLink().persist(context, base_url, namespace, meta["name"])
         spec = FollowSpec(
             namespace=namespace,
             workflow_name=meta["name"],

@@ -1,0 +1,96 @@
+"""The trigger in a real event loop, as the triggerer runs it: user kill, and restart from serialized kwargs."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+
+import pytest
+
+from airflow_provider_volcano_argo import templates
+from airflow_provider_volcano_argo.follower import FollowSpec
+from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
+from airflow_provider_volcano_argo.triggers.volcano_workflow import VolcanoWorkflowTrigger
+
+from .helpers import phase_of, submit_from_template, wait_for
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def submitted(sandbox, sandbox_namespace, monkeypatch):
+    """A running MPI Workflow from the shipped template, and the Airflow connection (least privilege)."""
+    ns = sandbox_namespace
+    body = templates.workflow_template()
+    body["metadata"]["namespace"] = ns
+    sandbox.apply(body)
+    for doc in templates.argo_rbac(ns):
+        sandbox.apply(doc)
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", sandbox.airflow_connection())
+    lines = [f"step {i}" for i in range(40)]
+    sandbox.kubelet.programs.script(
+        ScriptedProgram(lines=lines, rate=10, duration=4), namespace=ns, container="mpimaster"
+    )
+    wf = submit_from_template(sandbox.api, ns, "volcano-mpi", {"job-name": "traced"})
+    yield ns, wf
+    sandbox.kubelet.programs.clear()
+
+
+def _trigger(ns: str, wf: dict) -> VolcanoWorkflowTrigger:
+    spec = FollowSpec(
+        namespace=ns, workflow_name=wf["metadata"]["name"], workflow_uid=wf["metadata"]["uid"], job_name="traced"
+    )
+    return VolcanoWorkflowTrigger(spec=spec.to_dict(), connection={"kubernetes_conn_id": "kubernetes_default"})
+
+
+def _rebuild(trigger: VolcanoWorkflowTrigger) -> VolcanoWorkflowTrigger:
+    classpath, kwargs = trigger.serialize()
+    module, name = classpath.rsplit(".", 1)
+    return getattr(importlib.import_module(module), name)(**kwargs)
+
+
+def test_user_kill_while_deferred_stops_and_deletes_everything(sandbox, submitted):
+    ns, wf = submitted
+
+    async def scenario():
+        trigger = _trigger(ns, wf)
+        task = asyncio.create_task(trigger.run().__anext__())
+        await asyncio.to_thread(wait_for, lambda: phase_of(sandbox.api, "vcjobs", "traced", ns) == "Running", 60)
+        task.cancel()  # the triggerer cancels the trigger, then calls on_kill for a user kill
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await trigger.on_kill()
+
+    asyncio.run(scenario())
+    wait_for(lambda: sandbox.api.get_or_none("workflows", wf["metadata"]["name"], ns) is None, 60, what="wf deleted")
+    wait_for(lambda: sandbox.api.get_or_none("vcjobs", "traced", ns) is None, 60, what="job collected")
+    wait_for(lambda: not sandbox.api.list("pods", ns, "volcano.sh/job-name=traced")["items"], 60, what="pods gone")
+
+
+def test_triggerer_restart_resumes_without_repeating_or_losing_lines(sandbox, submitted, caplog):
+    ns, wf = submitted
+    shown: list[str] = []
+
+    async def scenario():
+        first = _trigger(ns, wf)
+        first.log.info = lambda msg, *args: shown.append(msg % args if args else msg)  # the task log
+        task = asyncio.create_task(first.run().__anext__())
+        await asyncio.to_thread(wait_for, lambda: sum(line.startswith("step ") for line in shown) >= 10, 60)
+        task.cancel()  # triggerer restart: no on_kill, the work goes on
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        second = _rebuild(first)
+        second.log.info = lambda msg, *args: shown.append(msg % args if args else msg)
+        return await second.run().__anext__()
+
+    event = asyncio.run(scenario())
+    assert event.payload["status"] == "success", event.payload
+    steps = [line for line in shown if line.startswith("step ")]
+    assert steps == [f"step {i}" for i in range(40)]  # every line, once, in order
+    assert cleanup_of(sandbox, ns, wf)
+
+
+def cleanup_of(sandbox, ns: str, wf: dict) -> bool:
+    """The caller (the operator) deletes the Workflow; here that is done directly."""
+    sandbox.api.delete("workflows", wf["metadata"]["name"], ns)
+    return True
