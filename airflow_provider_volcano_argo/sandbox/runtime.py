@@ -37,6 +37,22 @@ def controller_of(obj: dict) -> dict | None:
     return None
 
 
+def bind_pod(api: KubeApi, pod: dict, node: str) -> bool:
+    """Bind ``pod`` to ``node`` through ``pods/binding``, as a scheduler does; False if the API refused."""
+    meta = pod["metadata"]
+    body = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": meta["name"]},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    }
+    try:
+        api.request("POST", f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/binding", body=body)
+        return True
+    except ApiException:
+        return False  # already bound, or deleted meanwhile: the next pass sees it
+
+
 class Cluster:
     """The admin identity plus shared informers; one per sandbox, handed to every emulator."""
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 import pytest
 
@@ -12,17 +11,9 @@ from airflow_provider_volcano_argo.sandbox import binaries
 from airflow_provider_volcano_argo.sandbox.controlplane import ControlPlane
 from airflow_provider_volcano_argo.sandbox.kubeapi import ApiException, KubeApi
 
+from .helpers import wait_for
+
 pytestmark = pytest.mark.integration
-
-
-def _wait_until(predicate, timeout: float = 30.0, interval: float = 0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout} s")
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +62,7 @@ def test_service_account_tokens_are_issued(two_planes):
             if s["metadata"].get("annotations", {}).get("kubernetes.io/service-account.name") == "with-token"
         ]
 
-    assert _wait_until(token_secret)[0]["data"]["token"]
+    assert wait_for(token_secret)[0]["data"]["token"]
 
 
 def test_garbage_collector_deletes_dependents(two_planes):
@@ -80,7 +71,7 @@ def test_garbage_collector_deletes_dependents(two_planes):
     ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"]}
     admin.create("configmaps", {"metadata": {"name": "dependent", "ownerReferences": [ref]}}, "default")
     admin.delete("configmaps", "owner", "default")
-    _wait_until(lambda: admin.get_or_none("configmaps", "dependent", "default") is None, timeout=60)
+    wait_for(lambda: admin.get_or_none("configmaps", "dependent", "default") is None, timeout=60)
 
 
 def test_api_server_restart_keeps_data_and_port(two_planes):

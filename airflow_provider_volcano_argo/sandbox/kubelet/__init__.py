@@ -14,7 +14,7 @@ from typing import Any
 
 from ..kubeapi import ApiException
 from ..pki import Pki
-from ..runtime import Cluster, now_rfc3339
+from ..runtime import Cluster, bind_pod, now_rfc3339
 from .logstore import LogServer, LogStore
 from .pods import PodRunner
 from .programs import ContainerContext, Program, ProgramRegistry, ScriptedProgram
@@ -169,19 +169,7 @@ class Kubelet:
                 and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
             ]
             if fits(pod_requests(pod), node_capacity(spec), [pod_requests(p) for p in bound]):
-                meta = pod["metadata"]
-                binding = {
-                    "apiVersion": "v1",
-                    "kind": "Binding",
-                    "metadata": {"name": meta["name"]},
-                    "target": {"apiVersion": "v1", "kind": "Node", "name": name},
-                }
-                try:
-                    self.api.request(
-                        "POST", f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/binding", body=binding
-                    )
-                except ApiException as exc:
-                    log.debug("binding %s: %s", meta["name"], exc)
+                bind_pod(self.api, pod, name)
                 return
 
     # -- fault injection ----------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import uuid
 from ..informer import Controller
 from ..kubeapi import ApiException
 from ..kubelet.resources import node_capacity_from_status, pod_requests, quantity, shortfall
-from ..runtime import Cluster, now_rfc3339
+from ..runtime import Cluster, bind_pod, now_rfc3339
 
 log = logging.getLogger(__name__)
 COMPONENT = "volcano"
@@ -109,7 +109,7 @@ class VolcanoScheduler(Controller):
         started = sum(1 for p in bound if not p["metadata"].get("deletionTimestamp"))
         if waiting and started + len(placement) >= min_member:
             for pod, node in placement:
-                self._bind(pod, node)
+                bind_pod(self.api, pod, node)
             self._scheduled(group, status)
         elif waiting:
             unschedulable = len(waiting) - len(placement)
@@ -173,19 +173,6 @@ class VolcanoScheduler(Controller):
         return placement, misfits
 
     # -- writes -------------------------------------------------------------------------------------------
-    def _bind(self, pod: dict, node: str) -> None:
-        meta = pod["metadata"]
-        body = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": {"name": meta["name"]},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-        }
-        try:
-            self.api.request("POST", f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/binding", body=body)
-        except ApiException as exc:
-            log.debug("binding %s: %s", meta["name"], exc)
-
     def _condition(self, status: dict, kind: str, reason: str, message: str) -> None:
         status["conditions"] = [
             {
