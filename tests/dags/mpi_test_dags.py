@@ -65,3 +65,6 @@ with DAG("test_mpi_timeout", schedule=None, start_date=START, params=PARAMS) as 
     VolcanoMPIJobOperator(
         task_id="mpi", namespace="{{ params.namespace }}", execution_timeout=datetime.timedelta(seconds=8)
     )
+
+with DAG("test_mpi_blocking", schedule=None, start_date=START, params=PARAMS) as mpi_blocking:
+    VolcanoMPIJobOperator(task_id="mpi", namespace="{{ params.namespace }}", deferrable=False, ensure_template=True)

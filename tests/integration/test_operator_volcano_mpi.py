@@ -150,3 +150,17 @@ def test_execution_timeout_while_deferred_stops_and_removes_everything(sandbox, 
     wait_for(lambda: not sandbox.api.list("workflows", mpi_namespace)["items"], 60, what="workflow deleted")
     wait_for(lambda: not sandbox.api.list("vcjobs", mpi_namespace)["items"], 60, what="job collected")
     wait_for(lambda: not sandbox.api.list("pods", mpi_namespace)["items"], 60, what="pods collected")
+
+
+def test_blocking_mode_behaves_the_same(sandbox, mpi_namespace, caplog, capfd):
+    from tests.dags.mpi_test_dags import mpi_blocking
+
+    sandbox.api.delete("workflowtemplates", "volcano-mpi", mpi_namespace)  # ensure_template installs it again
+    sandbox.set_airflow_rules(
+        [*templates.airflow_rules(), *templates.airflow_roles(mpi_namespace)[1]["rules"]], mpi_namespace
+    )
+    states, log = _run(mpi_blocking, caplog, capfd, namespace=mpi_namespace)
+    assert states == {"mpi": "success"}, log[-3000:]
+    assert f"created WorkflowTemplate {mpi_namespace}/volcano-mpi" in log
+    assert "rank 1 out of 2 processors" in log and "-> Completed" in log
+    wait_for(lambda: not sandbox.api.list("vcjobs", mpi_namespace)["items"], 60, what="job collected")
