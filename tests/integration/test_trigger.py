@@ -94,3 +94,30 @@ def cleanup_of(sandbox, ns: str, wf: dict) -> bool:
     """The caller (the operator) deletes the Workflow; here that is done directly."""
     sandbox.api.delete("workflows", wf["metadata"]["name"], ns)
     return True
+
+
+def test_api_server_restart_mid_run_loses_and_repeats_nothing(sandbox, submitted):
+    """Watches and the log stream reconnect (resourceVersion, 410 relist, sinceTime cursor)."""
+    import threading
+
+    ns, wf = submitted
+    shown: list[str] = []
+    result: dict = {}
+    trigger = _trigger(ns, wf)
+    trigger.log.info = lambda msg, *args: shown.append(msg % args if args else msg)
+
+    def follow() -> None:
+        result["event"] = asyncio.run(trigger.run().__anext__())
+
+    thread = threading.Thread(target=follow)
+    thread.start()
+    wait_for(lambda: sum(line.startswith("step ") for line in shown) >= 8, 60, what="streaming")
+    # restarted from this (the main) thread: the control plane's processes live as long as the thread that
+    # started them
+    sandbox.control_plane.restart_apiserver(downtime=1.0)
+    thread.join(120)
+    assert not thread.is_alive()
+    assert result["event"].payload["status"] == "success", result["event"].payload
+    steps = [line for line in shown if line.startswith("step ")]
+    assert steps == [f"step {i}" for i in range(40)]
+    sandbox.api.delete("workflows", wf["metadata"]["name"], ns)
