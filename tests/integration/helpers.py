@@ -10,7 +10,11 @@ from airflow_provider_volcano_argo.sandbox.kubeapi import KubeApi
 
 
 def wait_for(
-    predicate: Callable[[], Any], timeout: float = 60.0, interval: float = 0.2, what: str = "condition"
+    predicate: Callable[[], Any],
+    timeout: float = 60.0,
+    interval: float = 0.2,
+    what: str = "condition",
+    describe: Callable[[], str] | None = None,
 ) -> Any:
     """Poll ``predicate`` until it returns something truthy; fail with ``what`` after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
@@ -20,7 +24,8 @@ def wait_for(
         if last:
             return last
         time.sleep(interval)
-    raise AssertionError(f"{what} not reached within {timeout:.0f} s (last: {last!r})")
+    detail = f"\n{describe()}" if describe else ""
+    raise AssertionError(f"{what} not reached within {timeout:.0f} s (last: {last!r}){detail}")
 
 
 def submit_from_template(api: KubeApi, namespace: str, template: str, parameters: dict[str, str] | None = None) -> dict:

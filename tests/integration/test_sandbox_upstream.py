@@ -34,7 +34,19 @@ def test_hello_world_with_rbac_completes_and_logs_every_rank(sandbox, upstream_d
     wf = submit_from_template(sandbox.api, "argo", hello_template, {"job-name": "mpi-hello-job"})
     name = wf["metadata"]["name"]
     wait_for(lambda: phase_of(sandbox.api, "vcjobs", "mpi-hello-job", "argo") == "Completed", 90, what="job Completed")
-    wait_for(lambda: phase_of(sandbox.api, "workflows", name, "argo") == "Succeeded", 60, what="workflow Succeeded")
+
+    def state() -> str:
+        nodes = (sandbox.api.get("workflows", name, "argo").get("status") or {}).get("nodes", {})
+        pods = sandbox.api.list("pods", "argo", f"workflows.argoproj.io/workflow={name}")["items"]
+        logs = {p["metadata"]["name"]: pod_log(sandbox.api, "argo", p["metadata"]["name"], "main") for p in pods}
+        return f"nodes: {[(n['displayName'], n['phase'], n.get('message')) for n in nodes.values()]}\nlogs: {logs}"
+
+    wait_for(
+        lambda: phase_of(sandbox.api, "workflows", name, "argo") == "Succeeded",
+        90,
+        what="workflow Succeeded",
+        describe=state,
+    )
     job = sandbox.api.get("vcjobs", "mpi-hello-job", "argo")
     assert job["metadata"]["ownerReferences"][0]["uid"] == wf["metadata"]["uid"]  # setOwnerReference
     log = pod_log(sandbox.api, "argo", "mpi-hello-job-mpimaster-0", "mpimaster")
