@@ -177,6 +177,5 @@ class VolcanoMPIJobParameters:
             "rdma-per-worker": str(self.rdma_per_worker),
             "cpu-per-worker": self.cpu_per_worker,
             "memory-per-worker": self.memory_per_worker,
-            "priority-class": self.priority_class or "",
-            "master-depends-on": "mpiworker" if self.master_after_workers else "",
+            "priority-class-spec": f"priorityClassName: {self.priority_class}" if self.priority_class else "",
         }

@@ -9,7 +9,7 @@ import pytest
 from airflow_provider_volcano_argo import templates
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
 
-from .helpers import wait_for
+from .helpers import pod_log, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -164,3 +164,43 @@ def test_blocking_mode_behaves_the_same(sandbox, mpi_namespace, caplog, capfd):
     assert f"created WorkflowTemplate {mpi_namespace}/volcano-mpi" in log
     assert "rank 1 out of 2 processors" in log and "-> Completed" in log
     wait_for(lambda: not sandbox.api.list("vcjobs", mpi_namespace)["items"], 60, what="job collected")
+
+
+def test_volcano_restart_shows_each_attempt_once_under_its_header(sandbox, mpi_namespace, caplog, capfd):
+    import threading
+
+    from tests.dags.mpi_test_dags import mpi_hostile as plain  # a plain MPI run (mpi_command from params)
+
+    lines = [f"iteration {i}" for i in range(5)]
+    sandbox.kubelet.programs.script(
+        ScriptedProgram(lines=lines, rate=20, duration=5), namespace=mpi_namespace, container="mpimaster"
+    )
+    evicted = []
+
+    def evict_once() -> None:
+        def master_running():
+            pods = sandbox.api.list("pods", mpi_namespace, "volcano.sh/task-spec=mpimaster")["items"]
+            return next((p for p in pods if (p.get("status") or {}).get("phase") == "Running"), None)
+
+        master = wait_for(master_running, 90, what="master running")
+        job = master["metadata"]["labels"]["volcano.sh/job-name"]
+        wait_for(
+            lambda: "iteration 4" in pod_log(sandbox.api, mpi_namespace, master["metadata"]["name"], "mpimaster"),
+            30,
+            what="attempt 1 printed",
+        )
+        sandbox.kubelet.evict_pod(mpi_namespace, f"{job}-mpiworker-0")
+        evicted.append(job)
+
+    helper = threading.Thread(target=evict_once)
+    helper.start()
+    try:
+        states, log = _run(plain, caplog, capfd, namespace=mpi_namespace, mpi_command="mpi_hello_world")
+    finally:
+        helper.join(120)
+        sandbox.kubelet.programs.clear()
+    assert evicted and states == {"mpi": "success"}, log[-3000:]
+    assert "(job attempt 1, container restart 0)" in log and "(job attempt 2, container restart 0)" in log
+    for line in lines:
+        assert log.count(line) == 2  # once per attempt, never repeated
+    assert _xcom("test_mpi_hostile", "mpi")["retry_count"] == 1
