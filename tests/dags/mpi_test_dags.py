@@ -68,3 +68,6 @@ with DAG("test_mpi_timeout", schedule=None, start_date=START, params=PARAMS) as 
 
 with DAG("test_mpi_blocking", schedule=None, start_date=START, params=PARAMS) as mpi_blocking:
     VolcanoMPIJobOperator(task_id="mpi", namespace="{{ params.namespace }}", deferrable=False, ensure_template=True)
+
+with DAG("test_mpi_named", schedule=None, start_date=START, params=PARAMS) as mpi_named:
+    VolcanoMPIJobOperator(task_id="mpi", namespace="{{ params.namespace }}", workflow_name="nightly-mpi")

@@ -204,3 +204,20 @@ def test_volcano_restart_shows_each_attempt_once_under_its_header(sandbox, mpi_n
     for line in lines:
         assert log.count(line) == 2  # once per attempt, never repeated
     assert _xcom("test_mpi_hostile", "mpi")["retry_count"] == 1
+
+
+def test_name_taken_by_another_task_instance_is_not_adopted(sandbox, mpi_namespace, caplog, capfd):
+    from tests.dags.mpi_test_dags import mpi_named
+
+    foreign = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {"name": "nightly-mpi", "labels": {"airflow.apache.org/dag-id": "someone-else"}},
+        "spec": {"workflowTemplateRef": {"name": "volcano-mpi"}, "shutdown": "Stop"},
+    }
+    sandbox.api.create("workflows", foreign, mpi_namespace)
+    states, log = _run(mpi_named, caplog, capfd, namespace=mpi_namespace)
+    assert states == {"mpi": "failed"}
+    assert "already exists" in log and "belongs to another task instance" in log
+    kept = sandbox.api.get("workflows", "nightly-mpi", mpi_namespace)
+    assert kept["metadata"]["labels"]["airflow.apache.org/dag-id"] == "someone-else"  # left alone
