@@ -41,6 +41,9 @@ os.environ.setdefault(
 
 from airflow_provider_volcano_argo.sandbox.pytest_plugin import upstream_dir as _upstream_dir  # noqa: E402
 
+if (REPO.parent / "shared" / "upstream").is_dir():  # for test DAG files that read the upstream examples
+    os.environ.setdefault("VOLCANO_ARGO_UPSTREAM_DIR", str(REPO.parent / "shared" / "upstream"))
+
 
 @pytest.fixture(scope="session")
 def upstream_dir(request: pytest.FixtureRequest) -> Path:

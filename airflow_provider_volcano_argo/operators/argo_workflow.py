@@ -38,7 +38,8 @@ class ArgoWorkflowTemplateOperator(BaseOperator):
     inline Workflow manifest, then follow it and the Volcano Jobs it creates until it ends.
 
     :param workflow_template: name of the WorkflowTemplate to submit from (templated).
-    :param workflow: an inline Workflow manifest (dict or YAML string) instead of a template (templated).
+    :param workflow: an inline Workflow manifest (dict or YAML string) instead of a template; not templated, so
+        Argo's ``{{workflow.name}}``-style expressions pass through to Argo.
     :param parameters: Workflow parameters, ``{name: value}`` (templated); validated before anything is created.
     :param namespace: namespace of the Workflow (default: the connection's, else ``default``).
     :param workflow_name: override the derived name (default: derived from dag/task/run/map index/try).
@@ -54,16 +55,16 @@ class ArgoWorkflowTemplateOperator(BaseOperator):
     :param kubernetes_conn_id: the cncf-kubernetes connection.
     """
 
+    # ``workflow`` is not templated: Argo's own ``{{...}}`` expressions in a manifest are not Jinja's
     template_fields: Sequence[str] = (
         "workflow_template",
-        "workflow",
         "parameters",
         "namespace",
         "workflow_name",
         "labels",
         "kubernetes_conn_id",
     )
-    template_fields_renderers = {"parameters": "json", "workflow": "yaml"}
+    template_fields_renderers = {"parameters": "json"}
     operator_extra_links = (ArgoWorkflowLink(),)
     ui_color = "#f8cfb1"
 
