@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from airflow.exceptions import AirflowException
+from airflow.providers.common.compat.sdk import AirflowException
 
 
 class VolcanoArgoError(AirflowException):

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import yaml
-from airflow.exceptions import AirflowException
+from airflow.providers.common.compat.sdk import AirflowException
 from airflow.sdk import BaseOperator
 
 from airflow_provider_volcano_argo.errors import KubernetesApiError, TemplateNotFoundError

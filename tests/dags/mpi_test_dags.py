@@ -46,7 +46,7 @@ class WorkerDiesAfterSubmit(VolcanoMPIJobOperator):
     """On its first try, the worker is lost right after the Workflow was submitted (before deferral)."""
 
     def execute(self, context):
-        from airflow.exceptions import TaskDeferred
+        from airflow.providers.common.compat.sdk import TaskDeferred
 
         try:
             return super().execute(context)

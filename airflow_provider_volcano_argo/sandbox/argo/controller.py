@@ -59,6 +59,7 @@ class WorkflowController(Controller):
         self.api = cluster.api
         self.poll_seconds = 5.0 * time_scale
         self.created: dict[tuple[str, str], dict] = {}  # (workflow uid, node id) -> the resource step's object
+        self.attempted: set[tuple[str, str]] = set()  # nodes whose create was sent (the reply may have been lost)
         self.lock = threading.Lock()
 
     def start(self) -> None:
@@ -270,8 +271,12 @@ class WorkflowController(Controller):
             if resource.get("setOwnerReference"):
                 manifest["metadata"].setdefault("ownerReferences", []).append(owner_reference(run.workflow))
             action = resource.get("action", "create")
+            created = self._earlier_attempt(run, key, action, manifest)
             try:
-                created = self._act(as_sa, action, manifest, resource.get("mergeStrategy", "strategic"))
+                with self.lock:
+                    self.attempted.add(key)
+                if created is None:
+                    created = self._act(as_sa, action, manifest, resource.get("mergeStrategy", "strategic"))
             except ApiException as exc:
                 return self._end(node, "Failed", f"main: Error (exit code 1): {_api_message(exc)}")
             if action == "delete" or created is None:
@@ -300,6 +305,24 @@ class WorkflowController(Controller):
             return self._end(node, "Succeeded")
         run.requeue = True
         return "Running"
+
+    def _earlier_attempt(self, run: _Run, key: tuple[str, str], action: str, manifest: dict) -> dict | None:
+        """The object an earlier create for this node made when its reply was lost (a timeout under load):
+        upstream's executor would have recorded it before failing, so the step must not create a second one."""
+        with self.lock:
+            if action != "create" or key not in self.attempted:
+                return None
+        meta = manifest["metadata"]
+        uid = run.workflow["metadata"]["uid"]
+        listing = self.api.request("GET", object_path(self.api, manifest, with_name=False))
+        for item in listing.get("items", []):
+            name = item["metadata"]["name"]
+            owned = any(r.get("uid") == uid for r in item["metadata"].get("ownerReferences") or [])
+            if owned and (
+                name == meta.get("name") or (meta.get("generateName") and name.startswith(meta["generateName"]))
+            ):
+                return item
+        return None
 
     def _act(self, api, action: str, manifest: dict, strategy: str) -> dict | None:
         if action == "create":
@@ -443,6 +466,7 @@ class WorkflowController(Controller):
         with self.lock:
             for key in [k for k in self.created if k[0] == workflow["metadata"]["uid"]]:
                 self.created.pop(key)
+            self.attempted = {k for k in self.attempted if k[0] != workflow["metadata"]["uid"]}
 
     def _write(self, workflow: dict, status: dict, completed: bool = False) -> None:
         old = workflow.get("status") or {}

@@ -1,0 +1,78 @@
+"""VolcanoJobSensor and ArgoWorkflowSensor on objects created outside Airflow: succeed, fail, time out."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+import tests.dags.sensor_dags as dags
+from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
+
+from .test_operator_volcano_mpi import _run
+from .test_volcano_emulation import _job
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def ns(sandbox, sandbox_namespace, airflow_db, monkeypatch):
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", sandbox.airflow_connection())
+    return sandbox_namespace
+
+
+def _later(seconds: float, action) -> threading.Thread:
+    thread = threading.Thread(target=lambda: (time.sleep(seconds), action()))
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("mode", ["deferred", "poke"])
+def test_job_sensor_waits_for_completed(sandbox, ns, caplog, capfd, mode):
+    sandbox.kubelet.programs.script(ScriptedProgram(duration=3), namespace=ns, container="mpimaster")
+    creator = _later(1, lambda: sandbox.api.create("vcjobs", _job("outside", workers=1), ns))
+    try:
+        states, log = _run(getattr(dags, f"test_job_sensor_{mode}"), caplog, capfd, namespace=ns, name="outside")
+    finally:
+        creator.join()
+        sandbox.kubelet.programs.clear()
+    assert states == {"wait": "success"}, log[-2000:]
+
+
+def test_job_sensor_fails_fast_on_a_failing_phase(sandbox, ns, caplog, capfd):
+    sandbox.kubelet.programs.script(ScriptedProgram(lines=["boom"], exit_code=2), namespace=ns, container="mpimaster")
+    job = _job("doomed", workers=1, master_policies=[{"event": "PodFailed", "action": "TerminateJob"}], restart="Never")
+    sandbox.api.create("vcjobs", job, ns)
+    try:
+        started = time.monotonic()
+        states, log = _run(dags.test_job_sensor_deferred, caplog, capfd, namespace=ns, name="doomed")
+    finally:
+        sandbox.kubelet.programs.clear()
+    assert states == {"wait": "failed"}
+    assert f"volcano job {ns}/doomed reached failing phase Terminated" in log
+    assert time.monotonic() - started < 50  # well before the sensor's 60 s timeout
+
+
+def test_job_sensor_times_out_and_soft_fail_skips(sandbox, ns, caplog, capfd):
+    sandbox.kubelet.programs.script(ScriptedProgram(duration=3600), namespace=ns, container="mpimaster")
+    sandbox.api.create("vcjobs", _job("endless", workers=1), ns)
+    try:
+        states, log = _run(dags.job_sensor_short, caplog, capfd, namespace=ns, name="endless")
+        assert states == {"wait": "failed"} and f"volcano_job {ns}/endless still " in log and "after 3 s" in log
+        states, _ = _run(dags.job_sensor_soft, caplog, capfd, namespace=ns, name="missing-job")
+        assert states == {"wait": "skipped"}
+    finally:
+        sandbox.kubelet.programs.clear()
+
+
+def test_workflow_sensor(sandbox, ns, caplog, capfd):
+    wf = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {"name": "outside-wf"},
+        "spec": {"entrypoint": "main", "templates": [{"name": "main", "container": {"image": "busybox"}}]},
+    }
+    sandbox.api.create("workflows", wf, ns)
+    states, log = _run(dags.workflow_sensor, caplog, capfd, namespace=ns, name="outside-wf")
+    assert states == {"wait": "success"}, log[-2000:]
