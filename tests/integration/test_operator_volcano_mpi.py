@@ -44,7 +44,6 @@ def test_etl_then_mpi_then_downstream_succeeds_with_every_rank_in_the_log(sandbo
     for rank in range(3):
         assert f"rank {rank} out of 3 processors" in log
     assert "-> Running" in log and "Completed" in log
-    from airflow.models import XCom  # noqa: F401  (the result is checked through the downstream task's input)
 
     result = _xcom(etl_mpi_etl.dag_id, "mpi")
     assert result["phase"] == "Completed" and result["status"] == "success"
