@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
@@ -42,3 +44,23 @@ def test_upstream_examples_follow_every_job(
         assert f"[{job['name']}] < " in log  # each job's cowsay output, prefixed with its job
     for earlier, later in zip(order, order[1:], strict=False):  # start order follows the dependencies
         assert max(jobs[t]["created_at"] for t in earlier) < min(jobs[t]["created_at"] for t in later)
+
+
+def test_a_failing_job_in_the_middle_fails_the_task_naming_it(
+    sandbox, sandbox_namespace, upstream_dir, airflow_db, monkeypatch, caplog, capfd
+):
+    import tests.dags.multi_job_dags as dags
+
+    ns = sandbox_namespace
+    grant_upstream_rbac(sandbox, upstream_dir, ns)
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", sandbox.airflow_connection())
+    sandbox.kubelet.programs.script(ScriptedProgram(lines=["B breaks"], exit_code=4), namespace=ns, pod="middle-b-*")
+    try:
+        states, log = _run(dags.middle_job_fails, caplog, capfd, namespace=ns)
+    finally:
+        sandbox.kubelet.programs.clear()
+    assert states == {"jobs": "failed"}
+    match = re.search(r"Volcano Job (middle-b-\w+) ended Failed", log)
+    assert match, log[-3000:]
+    assert f"[{match.group(1)}] B breaks" in log
+    assert "middle-a-" in log and "middle-c-" not in log  # A ran, C never started
