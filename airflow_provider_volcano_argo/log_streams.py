@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from airflow_provider_volcano_argo.errors import KubernetesApiError
 from airflow_provider_volcano_argo.hooks.volcano_argo import AsyncVolcanoArgoHook
 from airflow_provider_volcano_argo.logs import LineSplitter, LogCursor, parse_log_line
+from airflow_provider_volcano_argo.watchers import FORBIDDEN_GRACE_SECONDS
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +94,7 @@ class InstanceStream:
             self.book.headers.add(self.key)
         cursor = self.book.cursor(self.key)
         backoff = 0.2
+        denied_since: float | None = None
         while True:
             finished_before = self.is_finished()
             try:
@@ -101,7 +104,9 @@ class InstanceStream:
                 if exc.status == 404:  # pod deleted: what was streamed is all there is
                     break
                 if exc.status in (401, 403):
-                    raise
+                    denied_since = denied_since or time.monotonic()
+                    if time.monotonic() - denied_since > FORBIDDEN_GRACE_SECONDS:
+                        raise
                 await asyncio.sleep(backoff)  # 400 while the container is still being created, 5xx, ...
                 backoff = min(backoff * 2, 5.0)
                 continue

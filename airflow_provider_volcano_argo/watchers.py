@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -13,6 +14,9 @@ from airflow_provider_volcano_argo.errors import KubernetesApiError
 from airflow_provider_volcano_argo.hooks.volcano_argo import ApiResource, AsyncVolcanoArgoHook
 
 log = logging.getLogger(__name__)
+
+#: How long a 401/403 may last before it is taken as final (RBAC propagation, API server restarts).
+FORBIDDEN_GRACE_SECONDS = 15.0
 
 #: A watcher reports (event type, object) for ADDED / MODIFIED / DELETED, and after each (re)list
 #: ("SYNCED", {"items": [...]}): the complete current set, so that deletions missed while disconnected show.
@@ -46,6 +50,7 @@ class ObjectWatcher:
         """Run until cancelled. Permanent errors (403, 404 on the resource type) propagate."""
         version: str | None = None
         backoff = 0.2
+        denied_since: float | None = None
         while True:
             try:
                 if version is None:
@@ -62,15 +67,21 @@ class ObjectWatcher:
                     version = obj.get("metadata", {}).get("resourceVersion", version)
                     if event["type"] != "BOOKMARK":
                         await self.on_update(event["type"], obj)
-                    backoff = 0.2
+                    backoff, denied_since = 0.2, None
                 self.stats.watches += 1  # the server closed the watch at its timeout: resume
             except KubernetesApiError as exc:
                 if exc.status == 410:
                     self.stats.relists_after_gone += 1
                     version = None
                     continue
-                if exc.status in (401, 403, 404):
+                if exc.status == 404:
                     raise
+                if exc.status in (401, 403):
+                    # RBAC changes reach the authorizer's cache a moment later, and a restarting API server
+                    # refuses until its caches sync: give up only when the refusal persists
+                    denied_since = denied_since or time.monotonic()
+                    if time.monotonic() - denied_since > FORBIDDEN_GRACE_SECONDS:
+                        raise
                 await self._pause(backoff, exc)
                 backoff = min(backoff * 2, 5.0)
             except (OSError, asyncio.TimeoutError, ValueError) as exc:
