@@ -124,16 +124,18 @@ class WorkflowController(Controller):
             message = root.get("message", "") if phase != "Succeeded" else ""
             self._finish(workflow, run.nodes, "Succeeded" if phase == "Succeeded" else "Failed", message, started)
             return None
-        self._write(
-            workflow, {"phase": "Running", "startedAt": started, "nodes": run.nodes, "progress": _progress(run.nodes)}
-        )
+        # as upstream's status.storedWorkflowTemplateSpec: the template is read once, at the start
+        status = {"phase": "Running", "startedAt": started, "nodes": run.nodes, "progress": _progress(run.nodes)}
+        if (workflow.get("spec") or {}).get("workflowTemplateRef"):
+            status["storedWorkflowTemplateSpec"] = {k: v for k, v in spec.items() if k != "shutdown"}
+        self._write(workflow, status)
         return self.poll_seconds if run.requeue else max(self.poll_seconds, 1.0)
 
     def _spec(self, workflow: dict) -> dict:
         spec = workflow.get("spec") or {}
         ref = spec.get("workflowTemplateRef")
-        template_spec = None
-        if ref:
+        template_spec = (workflow.get("status") or {}).get("storedWorkflowTemplateSpec")
+        if ref and template_spec is None:
             ns = workflow["metadata"]["namespace"]
             kind = "clusterworkflowtemplates" if ref.get("clusterScope") else "workflowtemplates"
             template = self.api.get_or_none(kind, ref["name"], None if ref.get("clusterScope") else ns)
@@ -278,7 +280,9 @@ class WorkflowController(Controller):
                 if created is None:
                     created = self._act(as_sa, action, manifest, resource.get("mergeStrategy", "strategic"))
             except ApiException as exc:
-                return self._end(node, "Failed", f"main: Error (exit code 1): {_api_message(exc)}")
+                created = self._earlier_attempt(run, key, action, manifest) if exc.status == 409 else None
+                if created is None:
+                    return self._end(node, "Failed", f"main: Error (exit code 1): {_api_message(exc)}")
             if action == "delete" or created is None:
                 return self._end(node, "Succeeded")
             with self.lock:
