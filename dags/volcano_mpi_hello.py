@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime
 
-from airflow.sdk import DAG
+from airflow.sdk import DAG, Param
 
 from airflow_provider_volcano_argo.operators.volcano_mpi import VolcanoMPIJobOperator
 
@@ -19,10 +19,11 @@ with DAG(
     catchup=False,
     tags=["volcano", "mpi", "example"],
     doc_md=__doc__,
+    params={"namespace": Param("argo", type="string")},
 ) as dag:
     VolcanoMPIJobOperator(
         task_id="mpi_hello",
-        namespace="argo",
+        namespace="{{ params.namespace }}",
         workers=2,
         mpi_command="mpi_hello_world",
         schedule_timeout=300,

@@ -9,6 +9,7 @@ import copy
 import datetime
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -40,6 +41,8 @@ class ArgoWorkflowTemplateOperator(BaseOperator):
     :param workflow_template: name of the WorkflowTemplate to submit from (templated).
     :param workflow: an inline Workflow manifest (dict or YAML string) instead of a template; not templated, so
         Argo's ``{{workflow.name}}``-style expressions pass through to Argo.
+    :param workflow_file: path of a YAML file holding a Workflow manifest (templated path; the file's content is
+        read at run time and not rendered by Jinja), e.g. upstream's ``20-job-DAG.yaml``.
     :param parameters: Workflow parameters, ``{name: value}`` (templated); validated before anything is created.
     :param namespace: namespace of the Workflow (default: the connection's, else ``default``).
     :param workflow_name: override the derived name (default: derived from dag/task/run/map index/try).
@@ -58,6 +61,7 @@ class ArgoWorkflowTemplateOperator(BaseOperator):
     # ``workflow`` is not templated: Argo's own ``{{...}}`` expressions in a manifest are not Jinja's
     template_fields: Sequence[str] = (
         "workflow_template",
+        "workflow_file",
         "parameters",
         "namespace",
         "workflow_name",
@@ -76,6 +80,7 @@ class ArgoWorkflowTemplateOperator(BaseOperator):
         *,
         workflow_template: str | None = None,
         workflow: dict | str | None = None,
+        workflow_file: str | None = None,
         parameters: dict[str, Any] | None = None,
         namespace: str | None = None,
         workflow_name: str | None = None,
@@ -95,14 +100,15 @@ class ArgoWorkflowTemplateOperator(BaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if (workflow_template is None) == (workflow is None):
-            raise ValueError("give exactly one of workflow_template or workflow")
+        if sum(x is not None for x in (workflow_template, workflow, workflow_file)) != 1:
+            raise ValueError("give exactly one of workflow_template, workflow or workflow_file")
         if on_finish_action not in ON_FINISH_ACTIONS:
             raise ValueError(f"on_finish_action must be one of {ON_FINISH_ACTIONS}, got {on_finish_action!r}")
         if on_kill_action not in ON_KILL_ACTIONS:
             raise ValueError(f"on_kill_action must be one of {ON_KILL_ACTIONS}, got {on_kill_action!r}")
         self.workflow_template = workflow_template
         self.workflow = workflow
+        self.workflow_file = workflow_file
         self.parameters = parameters or {}
         self.namespace = namespace
         self.workflow_name = workflow_name
@@ -152,8 +158,8 @@ class ArgoWorkflowTemplateOperator(BaseOperator):
         """The Workflow object to create (``common.NewWorkflowFromWorkflowTemplate`` + submit options)."""
         ti = context["ti"]
         labels = {**self.labels, **task_instance_labels(ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number)}
-        if self.workflow is not None:
-            body = copy.deepcopy(yaml.safe_load(self.workflow) if isinstance(self.workflow, str) else self.workflow)
+        if self.workflow is not None or self.workflow_file is not None:
+            body = self._inline_workflow()
             body.setdefault("apiVersion", "argoproj.io/v1alpha1")
             body.setdefault("kind", "Workflow")
             meta = body.setdefault("metadata", {})
@@ -174,6 +180,20 @@ class ArgoWorkflowTemplateOperator(BaseOperator):
             given.update({k: {"name": k, "value": v} for k, v in parameters.items()})
             spec.setdefault("arguments", {})["parameters"] = list(given.values())
         return body
+
+    def _inline_workflow(self) -> dict:
+        if self.workflow_file is not None:
+            try:
+                text = Path(self.workflow_file).read_text()
+            except OSError as exc:
+                raise AirflowException(f"workflow_file: cannot read {self.workflow_file!r}: {exc}") from exc
+            source, manifest = f"workflow_file {self.workflow_file!r}", yaml.safe_load(text)
+        else:
+            source = "workflow"
+            manifest = yaml.safe_load(self.workflow) if isinstance(self.workflow, str) else self.workflow
+        if not isinstance(manifest, dict) or manifest.get("kind", "Workflow") != "Workflow":
+            raise AirflowException(f"{source}: must hold one Argo Workflow manifest (kind: Workflow)")
+        return copy.deepcopy(manifest)
 
     def _find_live_workflow(self, hook: VolcanoArgoHook, namespace: str, context: Any) -> dict | None:
         """Reattach: the Workflow an earlier try of this task instance left running, if any."""

@@ -65,3 +65,17 @@ def grant_upstream_rbac(sandbox, upstream_dir, namespace: str) -> None:
         for subject in doc.get("subjects", []):
             subject["namespace"] = namespace
         sandbox.apply(doc)
+
+
+def example_dag(dag_id: str):
+    """A DAG from the project's ``dags/`` folder, loaded as Airflow's DAG processor loads it."""
+    from pathlib import Path
+
+    try:
+        from airflow.dag_processing.dagbag import DagBag
+    except ImportError:  # Airflow < 3.2
+        from airflow.models.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(Path(__file__).resolve().parents[2] / "dags"))
+    assert not bag.import_errors, bag.import_errors
+    return bag.dags[dag_id]

@@ -8,42 +8,43 @@ import pytest
 
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
 
-from .helpers import grant_upstream_rbac
+from .helpers import example_dag, grant_upstream_rbac
 from .test_operator_volcano_mpi import _run, _xcom
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.mark.parametrize(
-    ("dag_name", "order"),
-    [
-        ("test_volcano_steps", [["hello1"], ["hello2a", "hello2b"]]),
-        ("test_volcano_dag", [["aaa"], ["bbb", "ccc"], ["ddd"]]),
-    ],
-)
-def test_upstream_examples_follow_every_job(
-    sandbox, sandbox_namespace, upstream_dir, airflow_db, monkeypatch, caplog, capfd, dag_name, order
-):
-    import tests.dags.multi_job_dags as dags
+ORDER = {  # the upstream examples' dependencies, by their Volcano task parameter
+    "steps": [["hello1"], ["hello2a", "hello2b"]],
+    "dag_of_jobs": [["aaa"], ["bbb", "ccc"], ["ddd"]],
+}
 
+
+def test_upstream_examples_follow_every_job(
+    sandbox, sandbox_namespace, upstream_dir, airflow_db, monkeypatch, caplog, capfd
+):
+    """The example DAG ``volcano_multi_job`` runs upstream's 10-job-step.yaml and 20-job-DAG.yaml unchanged."""
+    dag = example_dag("volcano_multi_job")
     ns = sandbox_namespace
     grant_upstream_rbac(sandbox, upstream_dir, ns)
     # each job runs a little over a second, so "after" shows in second-precision creation timestamps
     sandbox.kubelet.programs.script(ScriptedProgram(lines=["< working >"], duration=1.2), namespace=ns)
     monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", sandbox.airflow_connection())
+    examples = upstream_dir / "volcano/example/integrations/argo"
     try:
-        states, log = _run(getattr(dags, dag_name), caplog, capfd, namespace=ns)
+        states, log = _run(dag, caplog, capfd, namespace=ns, examples_dir=str(examples))
     finally:
         sandbox.kubelet.programs.clear()
-    assert states == {"jobs": "success"}, log[-3000:]
-    result = _xcom(dag_name, "jobs")
-    jobs = {j["name"].rsplit("-", 1)[0].rsplit("-", 1)[-1]: j for j in result["jobs"]}
-    assert sorted(jobs) == sorted(t for group in order for t in group)
-    assert all(j["phase"] == "Completed" for j in jobs.values())
-    for job in jobs.values():
-        assert f"[{job['name']}] < " in log  # each job's cowsay output, prefixed with its job
-    for earlier, later in zip(order, order[1:], strict=False):  # start order follows the dependencies
-        assert max(jobs[t]["created_at"] for t in earlier) < min(jobs[t]["created_at"] for t in later)
+    assert states == {"steps": "success", "dag_of_jobs": "success"}, log[-3000:]
+    for task_id, order in ORDER.items():
+        result = _xcom(dag.dag_id, task_id)
+        jobs = {j["name"].rsplit("-", 1)[0].rsplit("-", 1)[-1]: j for j in result["jobs"]}
+        assert sorted(jobs) == sorted(t for group in order for t in group)
+        assert all(j["phase"] == "Completed" for j in jobs.values())
+        for job in jobs.values():
+            assert f"[{job['name']}] < " in log  # each job's cowsay output, prefixed with its job
+        for earlier, later in zip(order, order[1:], strict=False):  # start order follows the dependencies
+            assert max(jobs[t]["created_at"] for t in earlier) < min(jobs[t]["created_at"] for t in later)
 
 
 def test_a_failing_job_in_the_middle_fails_the_task_naming_it(
