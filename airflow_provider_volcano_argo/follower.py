@@ -21,18 +21,15 @@ from airflow_provider_volcano_argo.follower_rules import (
     FollowOutcome,
     decide,
     exit_codes,
-    instance_finished,
-    log_instances,
     owned_by,
 )
 from airflow_provider_volcano_argo.hooks.volcano_argo import (
     PODGROUPS,
-    PODS,
     VOLCANO_JOBS,
     WORKFLOWS,
     AsyncVolcanoArgoHook,
 )
-from airflow_provider_volcano_argo.log_streams import CursorBook, InstanceStream
+from airflow_provider_volcano_argo.log_streams import CursorBook, PodLogForwarder
 from airflow_provider_volcano_argo.progress import job_change_line, job_phase, job_result, workflow_change_line
 from airflow_provider_volcano_argo.watchers import ObjectWatcher
 
@@ -78,10 +75,21 @@ class WorkflowFollower:
         self.workflow_gone = False
         self.jobs: dict[str, dict] = {}
         self.jobs_gone: set[str] = set()
-        self.pods: dict[str, dict] = {}
-        self.streams: dict[str, tuple[asyncio.Task, InstanceStream]] = {}
-        self.stream_jobs: dict[str, str] = {}
         self.changed = asyncio.Event()
+        pod_labels = f"volcano.sh/task-spec={spec.log_task}"
+        if spec.job_name:
+            pod_labels += f",volcano.sh/job-name={spec.job_name}"
+        self.logs = PodLogForwarder(
+            hook,
+            spec.namespace,
+            pod_labels,
+            spec.log_container or spec.log_task,
+            jobs=lambda: set(self.jobs),
+            book=self.book,
+            emit=emit,
+            prefix_job_names=spec.prefix_job_names,
+            on_change=self.changed.set,
+        )
         self.started = time.monotonic()
         self._last_save = time.monotonic()
         self._last_heartbeat = time.monotonic()
@@ -116,59 +124,14 @@ class WorkflowFollower:
                 self.jobs_gone.add(name)
             else:
                 self.jobs[name] = job
-        self._start_streams()
-        self.changed.set()
-
-    async def _on_pod(self, kind: str, obj: dict) -> None:
-        items = obj["items"] if kind == "SYNCED" else [obj]
-        if kind == "SYNCED":
-            self.pods = {}
-        for pod in items:
-            uid = pod["metadata"]["uid"]
-            if kind == "DELETED":
-                self.pods.pop(uid, None)
-            else:
-                self.pods[uid] = pod
-        self._start_streams()
+        if self.spec.stream_logs:
+            self.logs.start_streams()
         self.changed.set()
 
     def _tracks(self, job: dict) -> bool:
         if self.spec.job_name:
             return job["metadata"]["name"] == self.spec.job_name
         return owned_by(job, self.spec.workflow_uid)
-
-    # -- log streams -------------------------------------------------------------------------------------
-    def _start_streams(self) -> None:
-        if not self.spec.stream_logs:
-            return
-        container = self.spec.log_container or self.spec.log_task
-        for pod, instance in log_instances(self.pods.values(), container, set(self.jobs)):
-            key = instance.key
-            if key in self.streams or key in self.book.done:
-                continue
-            job = pod["metadata"].get("labels", {}).get("volcano.sh/job-name", "")
-            stream = InstanceStream(
-                hook=self.hook,
-                namespace=self.spec.namespace,
-                pod=pod["metadata"]["name"],
-                container=container,
-                key=key,
-                book=self.book,
-                emit=self.emit,
-                is_finished=lambda k=key: instance_finished(self.pods.values(), k),
-                prefix=f"[{job}] " if self.spec.prefix_job_names else "",
-                header=instance.header(job, self.spec.prefix_job_names),
-            )
-            self.streams[key] = (asyncio.create_task(stream.run()), stream)
-            self.stream_jobs[key] = job
-
-    async def _drain(self, timeout: float) -> None:
-        tasks = [task for task, _ in self.streams.values() if not task.done()]
-        if tasks:
-            await asyncio.wait(tasks, timeout=timeout)
-        for task, _ in self.streams.values():
-            if not task.done():
-                task.cancel()
 
     # -- progress and persistence ------------------------------------------------------------------------
     def _report_progress(self) -> None:
@@ -225,9 +188,6 @@ class WorkflowFollower:
     def _watchers(self) -> list[ObjectWatcher]:
         ns = self.spec.namespace
         job_selector = f"metadata.name={self.spec.job_name}" if self.spec.job_name else None
-        pod_labels = f"volcano.sh/task-spec={self.spec.log_task}"
-        if self.spec.job_name:
-            pod_labels += f",volcano.sh/job-name={self.spec.job_name}"
         watchers = [
             ObjectWatcher(
                 self.hook, WORKFLOWS, ns, self._on_workflow, field_selector=f"metadata.name={self.spec.workflow_name}"
@@ -235,7 +195,7 @@ class WorkflowFollower:
             ObjectWatcher(self.hook, VOLCANO_JOBS, ns, self._on_job, field_selector=job_selector),
         ]
         if self.spec.stream_logs:
-            watchers.append(ObjectWatcher(self.hook, PODS, ns, self._on_pod, label_selector=pod_labels))
+            watchers.append(self.logs.watcher())
         return watchers
 
     async def run(self) -> dict[str, Any]:
@@ -264,20 +224,16 @@ class WorkflowFollower:
             for task in watch_tasks:
                 task.cancel()
             if outcome is None:  # cancelled (triggerer restart): stop streaming, keep the place for the next one
-                for task, _ in self.streams.values():
-                    task.cancel()
+                self.logs.cancel()
                 await asyncio.shield(self.save_cursors())
         self._report_progress()
-        await self._drain(DRAIN_SECONDS)
+        await self.logs.drain(DRAIN_SECONDS)
         await self.save_cursors()
         return self.result(outcome)
 
     def result(self, outcome: FollowOutcome) -> dict[str, Any]:
         """The event payload: outcome, Workflow and Job summaries, log tails and the cursors."""
         status = (self.workflow or {}).get("status") or {}
-        tails: dict[str, list[str]] = {}
-        for key, (_, stream) in self.streams.items():
-            tails.setdefault(self.stream_jobs[key], []).extend(stream.tail)
         return {
             "status": outcome.status,
             "message": outcome.message,
@@ -293,8 +249,8 @@ class WorkflowFollower:
                 "finished_at": status.get("finishedAt"),
             },
             "jobs": [job_result(j) for _, j in sorted(self.jobs.items())],
-            "tails": {job: lines[-20:] for job, lines in tails.items()},
-            "lines_streamed": sum(stream.lines_emitted for _, stream in self.streams.values()),
-            "exit_codes": exit_codes(self.pods.values(), self.spec.log_container or self.spec.log_task),
+            "tails": self.logs.tails(),
+            "lines_streamed": self.logs.lines_emitted,
+            "exit_codes": exit_codes(self.logs.pods.values(), self.spec.log_container or self.spec.log_task),
             "log_book": self.book.to_dict(),
         }

@@ -7,7 +7,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from airflow_provider_volcano_argo.log_streams import instance_key
 from airflow_provider_volcano_argo.phases import JOB_FAILED_PHASES, JOB_SUCCESS_PHASES, WORKFLOW_DONE_PHASES
 from airflow_provider_volcano_argo.progress import job_phase
 
@@ -102,6 +101,11 @@ def decide(
                     "unschedulable",
                 )
     return None
+
+
+def instance_key(pod_uid: str, container: str, restart_count: int) -> str:
+    """Cursor key of one container instance: a restart or a re-created pod starts a new log."""
+    return f"{pod_uid}/{container}/{restart_count}"
 
 
 @dataclass(frozen=True)

@@ -15,19 +15,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from airflow_provider_volcano_argo.errors import KubernetesApiError
-from airflow_provider_volcano_argo.hooks.volcano_argo import AsyncVolcanoArgoHook
+from airflow_provider_volcano_argo.follower_rules import instance_finished, log_instances
+from airflow_provider_volcano_argo.hooks.volcano_argo import PODS, AsyncVolcanoArgoHook
 from airflow_provider_volcano_argo.logs import LineSplitter, LogCursor, parse_log_line
-from airflow_provider_volcano_argo.watchers import FORBIDDEN_GRACE_SECONDS
+from airflow_provider_volcano_argo.watchers import FORBIDDEN_GRACE_SECONDS, ObjectWatcher
 
 log = logging.getLogger(__name__)
 
 MAX_LINE_BYTES = 1024 * 1024
 TAIL_LINES = 20
-
-
-def instance_key(pod_uid: str, container: str, restart_count: int) -> str:
-    """Cursor key of one container instance: a restart or a re-created pod starts a new log."""
-    return f"{pod_uid}/{container}/{restart_count}"
 
 
 @dataclass
@@ -138,3 +134,91 @@ class InstanceStream:
         self.emit(text)
         self.tail.append(text)
         self.lines_emitted += 1
+
+
+class PodLogForwarder:
+    """Watches the pods of one Volcano task (``label_selector``) and streams every instance of ``container`` in
+    the pods of the ``jobs()`` it is told about, oldest attempt first, each under a header naming the attempt."""
+
+    def __init__(
+        self,
+        hook: AsyncVolcanoArgoHook,
+        namespace: str,
+        label_selector: str,
+        container: str,
+        jobs: Callable[[], set[str]],
+        book: CursorBook,
+        emit: Callable[[str], None],
+        prefix_job_names: bool = False,
+        on_change: Callable[[], None] | None = None,
+    ):
+        self.hook, self.namespace, self.label_selector = hook, namespace, label_selector
+        self.container, self.jobs, self.book, self.emit = container, jobs, book, emit
+        self.prefix_job_names = prefix_job_names
+        self.on_change = on_change or (lambda: None)
+        self.pods: dict[str, dict] = {}
+        self.streams: dict[str, tuple[asyncio.Task, InstanceStream]] = {}
+        self.stream_jobs: dict[str, str] = {}
+        self.synced = False  # the pods have been listed once: every instance that exists has a stream
+
+    def watcher(self) -> ObjectWatcher:
+        return ObjectWatcher(self.hook, PODS, self.namespace, self._on_pod, label_selector=self.label_selector)
+
+    async def _on_pod(self, kind: str, obj: dict) -> None:
+        items = obj["items"] if kind == "SYNCED" else [obj]
+        if kind == "SYNCED":
+            self.pods = {}
+        for pod in items:
+            uid = pod["metadata"]["uid"]
+            if kind == "DELETED":
+                self.pods.pop(uid, None)
+            else:
+                self.pods[uid] = pod
+        self.start_streams()
+        self.synced = self.synced or kind == "SYNCED"
+        self.on_change()
+
+    def start_streams(self) -> None:
+        """Start a stream for every instance that has started and is not streamed or done yet."""
+        for pod, instance in log_instances(self.pods.values(), self.container, self.jobs()):
+            key = instance.key
+            if key in self.streams or key in self.book.done:
+                continue
+            job = pod["metadata"].get("labels", {}).get("volcano.sh/job-name", "")
+            stream = InstanceStream(
+                hook=self.hook,
+                namespace=self.namespace,
+                pod=pod["metadata"]["name"],
+                container=self.container,
+                key=key,
+                book=self.book,
+                emit=self.emit,
+                is_finished=lambda k=key: instance_finished(self.pods.values(), k),
+                prefix=f"[{job}] " if self.prefix_job_names else "",
+                header=instance.header(job, self.prefix_job_names),
+            )
+            self.streams[key] = (asyncio.create_task(stream.run()), stream)
+            self.stream_jobs[key] = job
+
+    async def drain(self, timeout: float) -> None:
+        """Let the streams read up to the end of their instances for at most ``timeout`` seconds."""
+        tasks = [task for task, _ in self.streams.values() if not task.done()]
+        if tasks:
+            await asyncio.wait(tasks, timeout=timeout)
+        self.cancel()
+
+    def cancel(self) -> None:
+        for task, _ in self.streams.values():
+            if not task.done():
+                task.cancel()
+
+    def tails(self) -> dict[str, list[str]]:
+        """The last lines shown per job (for failure diagnostics)."""
+        tails: dict[str, list[str]] = {}
+        for key, (_, stream) in self.streams.items():
+            tails.setdefault(self.stream_jobs[key], []).extend(stream.tail)
+        return {job: lines[-TAIL_LINES:] for job, lines in tails.items()}
+
+    @property
+    def lines_emitted(self) -> int:
+        return sum(stream.lines_emitted for _, stream in self.streams.values())

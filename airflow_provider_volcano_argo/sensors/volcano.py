@@ -71,7 +71,10 @@ class _ObjectPhaseSensor(BaseSensorOperator):
     def execute(self, context: Any) -> Any:
         if not self.deferrable:
             return super().execute(context)
-        if self.poke(context):
+        extra = self.trigger_kwargs()
+        if extra.get("log_task"):  # the trigger decides and shows the log, even of a job that already ended
+            self.namespace = self.hook.resolve_namespace(self.namespace)
+        elif self.poke(context):
             return None
         trigger = ObjectPhaseTrigger(
             kind=self.kind,
@@ -81,10 +84,15 @@ class _ObjectPhaseSensor(BaseSensorOperator):
             failure_phases=self.failure_phases,
             deadline=time.time() + self.timeout,
             connection={"kubernetes_conn_id": self.kubernetes_conn_id},
+            **extra,
         )
         self.defer(
             trigger=trigger, method_name="execute_complete", timeout=datetime.timedelta(seconds=self.timeout + 60)
         )
+
+    def trigger_kwargs(self) -> dict[str, Any]:
+        """Extra arguments of the trigger (subclasses add theirs)."""
+        return {}
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> str:
         status, phase = event["status"], event.get("phase", "")
@@ -106,11 +114,25 @@ class _ObjectPhaseSensor(BaseSensorOperator):
 
 class VolcanoJobSensor(_ObjectPhaseSensor):
     """Wait for a Volcano Job's ``status.state.phase`` (default target ``Completed``; fails fast on ``Failed``,
-    ``Terminated``, ``Aborted``)."""
+    ``Terminated``, ``Aborted``).
+
+    :param log_task: stream this Volcano task's container log into the task log while waiting (deferrable mode),
+        e.g. ``mpimaster``; every pod and job attempt under its own header.
+    :param log_container: the container of ``log_task`` (default: the task's name).
+    """
 
     kind = "volcano_job"
     default_target = tuple(sorted(JOB_SUCCESS_PHASES))
     default_failure = tuple(sorted(JOB_FAILED_PHASES))
+
+    def __init__(self, *, log_task: str | None = None, log_container: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if log_task and not self.deferrable:
+            raise ValueError("log_task: log forwarding needs deferrable=True (it streams from the triggerer)")
+        self.log_task, self.log_container = log_task, log_container
+
+    def trigger_kwargs(self) -> dict[str, Any]:
+        return {"log_task": self.log_task, "log_container": self.log_container}
 
 
 class ArgoWorkflowSensor(_ObjectPhaseSensor):

@@ -12,9 +12,11 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_provider_volcano_argo.errors import KubernetesApiError
 from airflow_provider_volcano_argo.hooks.volcano_argo import VOLCANO_JOBS, WORKFLOWS, AsyncVolcanoArgoHook
+from airflow_provider_volcano_argo.log_streams import CursorBook, PodLogForwarder
 from airflow_provider_volcano_argo.watchers import ObjectWatcher
 
 KINDS = {"volcano_job": VOLCANO_JOBS, "workflow": WORKFLOWS}
+LOG_DRAIN_SECONDS = 30.0
 
 
 def phase_of(kind: str, obj: dict | None) -> str:
@@ -37,7 +39,11 @@ def verdict(phase: str, exists: bool, target: list[str], failing: list[str], see
 
 class ObjectPhaseTrigger(BaseTrigger):
     """Yields ``{"status", "phase", "name", "namespace", "kind"}`` when the watched object reaches a target phase,
-    a failing phase, is deleted, or ``deadline`` (epoch seconds) passes (``status: timeout``)."""
+    a failing phase, is deleted, or ``deadline`` (epoch seconds) passes (``status: timeout``).
+
+    For a Volcano Job, ``log_task`` streams that task's container log (``log_container``, default the task's
+    name) into the task log while waiting, every pod and attempt under its own header.
+    """
 
     def __init__(
         self,
@@ -48,12 +54,15 @@ class ObjectPhaseTrigger(BaseTrigger):
         failure_phases: list[str],
         deadline: float | None = None,
         connection: dict[str, Any] | None = None,
+        log_task: str | None = None,
+        log_container: str | None = None,
     ):
         super().__init__()
         self.kind, self.name, self.namespace = kind, name, namespace
         self.target_phases, self.failure_phases = list(target_phases), list(failure_phases)
         self.deadline = deadline
         self.connection = connection or {}
+        self.log_task, self.log_container = log_task, log_container
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -66,6 +75,8 @@ class ObjectPhaseTrigger(BaseTrigger):
                 "failure_phases": self.failure_phases,
                 "deadline": self.deadline,
                 "connection": self.connection,
+                "log_task": self.log_task,
+                "log_container": self.log_container,
             },
         )
 
@@ -92,17 +103,31 @@ class ObjectPhaseTrigger(BaseTrigger):
         watcher = ObjectWatcher(
             hook, KINDS[self.kind], self.namespace, on_update, field_selector=f"metadata.name={self.name}"
         )
-        task = asyncio.create_task(watcher.run())
+        watchers = [watcher]
+        logs = None
+        if self.log_task and self.kind == "volcano_job":
+            logs = PodLogForwarder(
+                hook,
+                self.namespace,
+                f"volcano.sh/job-name={self.name},volcano.sh/task-spec={self.log_task}",
+                self.log_container or self.log_task,
+                jobs=lambda: {self.name},
+                book=CursorBook(),
+                emit=self.log.info,
+            )
+            watchers.append(logs.watcher())
+        tasks = [asyncio.create_task(w.run()) for w in watchers]
         result: str | None = None
         try:
             while result is None:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(changed.wait(), timeout=1.0)
                 changed.clear()
-                if task.done() and task.exception():
-                    raise task.exception()  # type: ignore[misc]
+                for task in tasks:
+                    if task.done() and task.exception():
+                        raise task.exception()  # type: ignore[misc]
                 phase = phase_of(self.kind, state["obj"])
-                if state["exists"] is not None:
+                if state["exists"] is not None and (logs is None or logs.synced):
                     result = verdict(phase, state["exists"], self.target_phases, self.failure_phases, state["seen"])
                 if result is None and self.deadline is not None and time.time() >= self.deadline:
                     result = "timeout"
@@ -119,7 +144,12 @@ class ObjectPhaseTrigger(BaseTrigger):
             )
             return
         finally:
-            task.cancel()
+            for task in tasks:
+                task.cancel()
+            if logs is not None and result is None:  # cancelled or failed: no tail to wait for
+                logs.cancel()
+        if logs is not None:
+            await logs.drain(LOG_DRAIN_SECONDS)  # the last lines of an instance that just ended
         yield TriggerEvent(
             {
                 "status": result,

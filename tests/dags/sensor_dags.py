@@ -11,7 +11,7 @@ from airflow_provider_volcano_argo.sensors.volcano import ArgoWorkflowSensor, Vo
 PARAMS = {"namespace": Param("argo", type="string"), "name": Param("x", type="string")}
 START = datetime.datetime(2026, 1, 1)
 
-for mode, kwargs in (("deferred", {}), ("poke", {"deferrable": False, "poke_interval": 1})):
+for mode, kwargs in (("deferred", {"log_task": "mpimaster"}), ("poke", {"deferrable": False, "poke_interval": 1})):
     with DAG(f"test_job_sensor_{mode}", schedule=None, start_date=START, params=PARAMS) as dag:
         VolcanoJobSensor(
             task_id="wait", name="{{ params.name }}", namespace="{{ params.namespace }}", timeout=60, **kwargs

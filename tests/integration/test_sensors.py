@@ -10,7 +10,7 @@ import pytest
 import tests.dags.sensor_dags as dags
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
 
-from .test_operator_volcano_mpi import _run
+from .helpers import run_dag
 from .test_volcano_emulation import _job
 
 pytestmark = pytest.mark.integration
@@ -30,14 +30,18 @@ def _later(seconds: float, action) -> threading.Thread:
 
 @pytest.mark.parametrize("mode", ["deferred", "poke"])
 def test_job_sensor_waits_for_completed(sandbox, ns, caplog, capfd, mode):
-    sandbox.kubelet.programs.script(ScriptedProgram(duration=3), namespace=ns, container="mpimaster")
+    lines = ["outside job says hello", "outside job done"]
+    sandbox.kubelet.programs.script(ScriptedProgram(lines=lines, duration=4), namespace=ns, container="mpimaster")
     creator = _later(1, lambda: sandbox.api.create("vcjobs", _job("outside", workers=1), ns))
     try:
-        states, log = _run(getattr(dags, f"test_job_sensor_{mode}"), caplog, capfd, namespace=ns, name="outside")
+        states, log = run_dag(getattr(dags, f"test_job_sensor_{mode}"), caplog, capfd, namespace=ns, name="outside")
     finally:
         creator.join()
         sandbox.kubelet.programs.clear()
     assert states == {"wait": "success"}, log[-2000:]
+    if mode == "deferred":  # log_task="mpimaster": the master's log forwarded once, under its header
+        assert [log.count(line) for line in lines] == [1, 1], log[-2000:]
+        assert "----- log of outside-mpimaster-0 (job attempt 1, container restart 0) -----" in log
 
 
 def test_job_sensor_fails_fast_on_a_failing_phase(sandbox, ns, caplog, capfd):
@@ -46,7 +50,7 @@ def test_job_sensor_fails_fast_on_a_failing_phase(sandbox, ns, caplog, capfd):
     sandbox.api.create("vcjobs", job, ns)
     try:
         started = time.monotonic()
-        states, log = _run(dags.test_job_sensor_deferred, caplog, capfd, namespace=ns, name="doomed")
+        states, log = run_dag(dags.test_job_sensor_deferred, caplog, capfd, namespace=ns, name="doomed")
     finally:
         sandbox.kubelet.programs.clear()
     assert states == {"wait": "failed"}
@@ -58,9 +62,9 @@ def test_job_sensor_times_out_and_soft_fail_skips(sandbox, ns, caplog, capfd):
     sandbox.kubelet.programs.script(ScriptedProgram(duration=3600), namespace=ns, container="mpimaster")
     sandbox.api.create("vcjobs", _job("endless", workers=1), ns)
     try:
-        states, log = _run(dags.job_sensor_short, caplog, capfd, namespace=ns, name="endless")
+        states, log = run_dag(dags.job_sensor_short, caplog, capfd, namespace=ns, name="endless")
         assert states == {"wait": "failed"} and f"volcano_job {ns}/endless still " in log and "after 3 s" in log
-        states, _ = _run(dags.job_sensor_soft, caplog, capfd, namespace=ns, name="missing-job")
+        states, _ = run_dag(dags.job_sensor_soft, caplog, capfd, namespace=ns, name="missing-job")
         assert states == {"wait": "skipped"}
     finally:
         sandbox.kubelet.programs.clear()
@@ -74,5 +78,5 @@ def test_workflow_sensor(sandbox, ns, caplog, capfd):
         "spec": {"entrypoint": "main", "templates": [{"name": "main", "container": {"image": "busybox"}}]},
     }
     sandbox.api.create("workflows", wf, ns)
-    states, log = _run(dags.workflow_sensor, caplog, capfd, namespace=ns, name="outside-wf")
+    states, log = run_dag(dags.workflow_sensor, caplog, capfd, namespace=ns, name="outside-wf")
     assert states == {"wait": "success"}, log[-2000:]
