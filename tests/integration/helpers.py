@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -79,3 +80,27 @@ def example_dag(dag_id: str):
     bag = DagBag(dag_folder=str(Path(__file__).resolve().parents[2] / "dags"))
     assert not bag.import_errors, bag.import_errors
     return bag.dags[dag_id]
+
+
+def run_dag(dag, caplog, capfd, **conf) -> tuple[dict, str]:
+    """Run ``dag`` with ``dag.test(run_conf=conf)``; return task states and everything it logged."""
+    caplog.set_level(logging.INFO)
+    dagrun = dag.test(run_conf=conf)
+    states = {ti.task_id: ti.state for ti in dagrun.get_task_instances()}
+    out, err = capfd.readouterr()
+    return states, caplog.text + out + err
+
+
+def xcom_result(dag_id: str, task_id: str) -> Any:
+    """The latest ``return_value`` XCom of ``dag_id.task_id``."""
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        row = (
+            session.query(XComModel)
+            .filter(XComModel.dag_id == dag_id, XComModel.task_id == task_id, XComModel.key == "return_value")
+            .order_by(XComModel.timestamp.desc())
+            .first()
+        )
+        return XComModel.deserialize_value(row)

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from .helpers import example_dag, wait_for
-from .test_operator_volcano_mpi import _run, _xcom, mpi_namespace  # noqa: F401  (fixture)
+from .helpers import example_dag, run_dag, wait_for, xcom_result
 
 pytestmark = pytest.mark.integration
 
 
-def test_hello_world_puts_every_rank_in_the_task_log(sandbox, mpi_namespace, caplog, capfd):  # noqa: F811
+def test_hello_world_puts_every_rank_in_the_task_log(sandbox, mpi_namespace, caplog, capfd):
     dag = example_dag("volcano_mpi_hello")
-    states, log = _run(dag, caplog, capfd, namespace=mpi_namespace)
+    states, log = run_dag(dag, caplog, capfd, namespace=mpi_namespace)
     assert states == {"mpi_hello": "success"}, log[-3000:]
     for rank in range(2):
         assert f"rank {rank} out of 2 processors" in log
@@ -23,18 +22,18 @@ def test_nightly_pipeline_sizes_the_run_from_xcom_and_records_the_asset_event(
     sandbox,
     mpi_namespace,
     caplog,
-    capfd,  # noqa: F811
+    capfd,
 ):
     from airflow.models.asset import AssetEvent, AssetModel
     from airflow.utils.session import create_session
 
     dag = example_dag("volcano_mpi_nightly")
-    states, log = _run(dag, caplog, capfd, namespace=mpi_namespace)
+    states, log = run_dag(dag, caplog, capfd, namespace=mpi_namespace)
     assert states == {"extract": "success", "transform": "success", "simulate": "success", "load": "success"}, log[
         -3000:
     ]
     assert "rank 1 out of 2 processors" in log  # transform: 4 partitions -> 2 workers
-    loaded = _xcom(dag.dag_id, "load")
+    loaded = xcom_result(dag.dag_id, "load")
     assert loaded["phase"] == "Completed" and "-simulate-" in loaded["job"]
     with create_session() as session:
         events = (
@@ -46,13 +45,13 @@ def test_nightly_pipeline_sizes_the_run_from_xcom_and_records_the_asset_event(
         assert [e.source_task_id for e in events][-1:] == ["simulate"]
 
 
-def test_sweep_runs_one_job_per_worker_count_each_with_its_own_name(sandbox, mpi_namespace, caplog, capfd):  # noqa: F811
+def test_sweep_runs_one_job_per_worker_count_each_with_its_own_name(sandbox, mpi_namespace, caplog, capfd):
     dag = example_dag("volcano_mpi_sweep")
-    states, log = _run(dag, caplog, capfd, namespace=mpi_namespace)
+    states, log = run_dag(dag, caplog, capfd, namespace=mpi_namespace)
     assert set(states.values()) == {"success"}, log[-3000:]
     for size in (1, 2, 3):
         assert f"rank {size - 1} out of {size} processors" in log
-    durations = _xcom(dag.dag_id, "compare")
+    durations = xcom_result(dag.dag_id, "compare")
     assert len(durations) == 3  # three distinct job names
     assert all(isinstance(seconds, float) and seconds > 0 for seconds in durations.values())
     wait_for(lambda: not sandbox.api.list("vcjobs", mpi_namespace)["items"], 60, what="every sweep job collected")

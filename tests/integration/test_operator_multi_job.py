@@ -8,8 +8,7 @@ import pytest
 
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
 
-from .helpers import example_dag, grant_upstream_rbac
-from .test_operator_volcano_mpi import _run, _xcom
+from .helpers import example_dag, grant_upstream_rbac, run_dag, xcom_result
 
 pytestmark = pytest.mark.integration
 
@@ -32,12 +31,12 @@ def test_upstream_examples_follow_every_job(
     monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", sandbox.airflow_connection())
     examples = upstream_dir / "volcano/example/integrations/argo"
     try:
-        states, log = _run(dag, caplog, capfd, namespace=ns, examples_dir=str(examples))
+        states, log = run_dag(dag, caplog, capfd, namespace=ns, examples_dir=str(examples))
     finally:
         sandbox.kubelet.programs.clear()
     assert states == {"steps": "success", "dag_of_jobs": "success"}, log[-3000:]
     for task_id, order in ORDER.items():
-        result = _xcom(dag.dag_id, task_id)
+        result = xcom_result(dag.dag_id, task_id)
         jobs = {j["name"].rsplit("-", 1)[0].rsplit("-", 1)[-1]: j for j in result["jobs"]}
         assert sorted(jobs) == sorted(t for group in order for t in group)
         assert all(j["phase"] == "Completed" for j in jobs.values())
@@ -57,7 +56,7 @@ def test_a_failing_job_in_the_middle_fails_the_task_naming_it(
     monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", sandbox.airflow_connection())
     sandbox.kubelet.programs.script(ScriptedProgram(lines=["B breaks"], exit_code=4), namespace=ns, pod="middle-b-*")
     try:
-        states, log = _run(dags.middle_job_fails, caplog, capfd, namespace=ns)
+        states, log = run_dag(dags.middle_job_fails, caplog, capfd, namespace=ns)
     finally:
         sandbox.kubelet.programs.clear()
     assert states == {"jobs": "failed"}

