@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +40,6 @@ WORKFLOW_TEMPLATES = ApiResource("argoproj.io", "v1alpha1", "workflowtemplates")
 VOLCANO_JOBS = ApiResource("batch.volcano.sh", "v1alpha1", "jobs")
 PODGROUPS = ApiResource("scheduling.volcano.sh", "v1beta1", "podgroups")
 PODS = ApiResource("", "v1", "pods")
-EVENTS = ApiResource("", "v1", "events")
 
 LOG_CHUNK_BYTES = 64 * 1024
 
@@ -172,61 +171,6 @@ class VolcanoArgoHook(KubernetesHook):
         except KubernetesApiError as exc:
             if exc.status != 404:
                 raise
-
-    # -- pods, events, logs --------------------------------------------------------------------------
-    def list_resource(
-        self, res: ApiResource, namespace: str, label_selector: str | None = None, field_selector: str | None = None
-    ) -> list[dict]:
-        """Items of any namespaced collection (core or custom) as plain dicts."""
-        query = [(k, v) for k, v in (("labelSelector", label_selector), ("fieldSelector", field_selector)) if v]
-        response = self._call(
-            "list",
-            res.label,
-            namespace,
-            self.api_client.call_api,
-            res.collection_path(namespace),
-            "GET",
-            query_params=query,
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _return_http_data_only=True,
-        )
-        return json.loads(response.data).get("items", [])
-
-    def list_pods(self, namespace: str, label_selector: str) -> list[dict]:
-        return self.list_resource(PODS, namespace, label_selector=label_selector)
-
-    def list_events(self, namespace: str, involved_name: str) -> list[dict]:
-        return self.list_resource(EVENTS, namespace, field_selector=f"involvedObject.name={involved_name}")
-
-    def read_log_chunks(
-        self,
-        pod: str,
-        container: str,
-        namespace: str,
-        since_time: str | None = None,
-        follow: bool = False,
-        tail_lines: int | None = None,
-    ) -> Iterator[bytes]:
-        """The container's log with timestamps, in chunks of at most 64 KiB (never the whole log in memory)."""
-        api = self.api_client
-        response = self._call(
-            "get",
-            "pods/log",
-            namespace,
-            api.call_api,
-            f"/api/v1/namespaces/{namespace}/pods/{pod}/log",
-            "GET",
-            query_params=log_query(container, since_time, follow, tail_lines),
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _return_http_data_only=True,
-            _request_timeout=(30, 300) if follow else 60,
-        )
-        try:
-            yield from response.stream(LOG_CHUNK_BYTES, decode_content=False)
-        finally:
-            response.release_conn()
 
 
 class AsyncVolcanoArgoHook(AsyncKubernetesHook):
