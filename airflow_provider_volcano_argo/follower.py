@@ -29,13 +29,17 @@ from airflow_provider_volcano_argo.hooks.volcano_argo import (
     WORKFLOWS,
     AsyncVolcanoArgoHook,
 )
-from airflow_provider_volcano_argo.log_streams import CursorBook, PodLogForwarder
+from airflow_provider_volcano_argo.log_streams import (
+    DELETED_DRAIN_SECONDS,
+    DRAIN_SECONDS,
+    CursorBook,
+    PodLogForwarder,
+)
 from airflow_provider_volcano_argo.progress import job_change_line, job_phase, job_result, workflow_change_line
 from airflow_provider_volcano_argo.watchers import ObjectWatcher
 
 CURSOR_SAVE_SECONDS = 30.0
 HEARTBEAT_SECONDS = 60.0
-DRAIN_SECONDS = 30.0
 
 
 @dataclass
@@ -227,7 +231,7 @@ class WorkflowFollower:
                 self.logs.cancel()
                 await asyncio.shield(self.save_cursors())
         self._report_progress()
-        await self.logs.drain(DRAIN_SECONDS)
+        await self.logs.drain(DELETED_DRAIN_SECONDS if outcome.reason == "deleted" else DRAIN_SECONDS)
         await self.save_cursors()
         return self.result(outcome)
 

@@ -24,6 +24,10 @@ log = logging.getLogger(__name__)
 
 MAX_LINE_BYTES = 1024 * 1024
 TAIL_LINES = 20
+#: How long to finish reading logs once the outcome is known; short when the objects were deleted from outside
+#: (their pods may take a whole grace period to die, and the task should fail at once).
+DRAIN_SECONDS = 30.0
+DELETED_DRAIN_SECONDS = 2.0
 
 
 @dataclass

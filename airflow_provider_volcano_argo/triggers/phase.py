@@ -12,11 +12,15 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_provider_volcano_argo.errors import KubernetesApiError
 from airflow_provider_volcano_argo.hooks.volcano_argo import VOLCANO_JOBS, WORKFLOWS, AsyncVolcanoArgoHook
-from airflow_provider_volcano_argo.log_streams import CursorBook, PodLogForwarder
+from airflow_provider_volcano_argo.log_streams import (
+    DELETED_DRAIN_SECONDS,
+    DRAIN_SECONDS,
+    CursorBook,
+    PodLogForwarder,
+)
 from airflow_provider_volcano_argo.watchers import ObjectWatcher
 
 KINDS = {"volcano_job": VOLCANO_JOBS, "workflow": WORKFLOWS}
-LOG_DRAIN_SECONDS = 30.0
 
 
 def phase_of(kind: str, obj: dict | None) -> str:
@@ -149,7 +153,8 @@ class ObjectPhaseTrigger(BaseTrigger):
             if logs is not None and result is None:  # cancelled or failed: no tail to wait for
                 logs.cancel()
         if logs is not None:
-            await logs.drain(LOG_DRAIN_SECONDS)  # the last lines of an instance that just ended
+            # the last lines of an instance that just ended
+            await logs.drain(DELETED_DRAIN_SECONDS if result == "deleted" else DRAIN_SECONDS)
         yield TriggerEvent(
             {
                 "status": result,
