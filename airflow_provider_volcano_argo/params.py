@@ -134,7 +134,7 @@ class VolcanoMPIJobParameters:
         check_positive_int("slots_per_worker", self.slots_per_worker)
         check_image("image", self.image)
         check_command("mpi_command", self.mpi_command)
-        check_dns_label("queue", self.queue)
+        check_dns_label("volcano_queue", self.queue)  # the operator's name for it
         check_positive_int("max_retry", self.max_retry)
         check_positive_int("gpus_per_worker", self.gpus_per_worker, minimum=0)
         check_positive_int("rdma_per_worker", self.rdma_per_worker, minimum=0)
