@@ -71,3 +71,21 @@ with DAG("test_mpi_blocking", schedule=None, start_date=START, params=PARAMS) as
 
 with DAG("test_mpi_named", schedule=None, start_date=START, params=PARAMS) as mpi_named:
     VolcanoMPIJobOperator(task_id="mpi", namespace="{{ params.namespace }}", workflow_name="nightly-mpi")
+
+
+class OverriddenMPI(VolcanoMPIJobOperator):
+    """Takes any of its fields, with their native types, from ``params.overrides``: the hostile-input scenario."""
+
+    def execute(self, context):
+        for field, value in (context["params"].get("overrides") or {}).items():
+            setattr(self, field, value)
+        return super().execute(context)
+
+
+with DAG(
+    "test_mpi_overrides",
+    schedule=None,
+    start_date=START,
+    params={**PARAMS, "overrides": Param({}, type="object")},
+) as mpi_overrides:
+    OverriddenMPI(task_id="mpi", namespace="{{ params.namespace }}")

@@ -6,6 +6,8 @@ import pytest
 
 from airflow_provider_volcano_argo import templates
 
+from .reliability import ROWS, Row, format_table, write_report
+
 
 @pytest.fixture
 def mpi_namespace(sandbox, sandbox_namespace, airflow_db, monkeypatch):
@@ -19,3 +21,35 @@ def mpi_namespace(sandbox, sandbox_namespace, airflow_db, monkeypatch):
         sandbox.apply(doc)
     monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", sandbox.airflow_connection())
     return ns
+
+
+@pytest.fixture
+def reliability(request: pytest.FixtureRequest):
+    """``reliability(scenario, expected=..., delivered=..., repeated=..., objects_left=..., cleanup_seconds=...)``
+    records this test's row of the reliability table; the result comes from the test's outcome."""
+    rows = request.config.stash.setdefault(ROWS, [])
+
+    def record(scenario: str, **figures) -> Row:
+        row = Row(scenario, request.node.nodeid, **figures)
+        rows.append(row)
+        return row
+
+    return record
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        for row in item.config.stash.get(ROWS, []):
+            if row.nodeid == item.nodeid:
+                row.result = "pass" if report.outcome == "passed" else report.outcome
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    rows = config.stash.get(ROWS, [])
+    if rows:
+        terminalreporter.write_sep("-", "reliability scenarios")
+        terminalreporter.write_line(format_table(rows))
+        write_report(rows)

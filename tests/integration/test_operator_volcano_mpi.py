@@ -8,6 +8,7 @@ from airflow_provider_volcano_argo import templates
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
 
 from .helpers import pod_log, run_dag, wait_for, xcom_result
+from .reliability import leftovers, line_counts, numbered_lines
 
 pytestmark = pytest.mark.integration
 
@@ -43,11 +44,13 @@ def test_hostile_parameters_are_refused_before_anything_is_created(sandbox, mpi_
     assert sandbox.api.list("vcjobs", mpi_namespace)["items"] == []
 
 
-def test_failing_master_fails_the_task_with_diagnostics(sandbox, mpi_namespace, caplog, capfd):
+@pytest.mark.reliability
+def test_failing_master_fails_the_task_with_diagnostics(sandbox, mpi_namespace, caplog, capfd, reliability):
     from tests.dags.mpi_test_dags import mpi_failing
 
+    lines = numbered_lines("R7", 3)
     sandbox.kubelet.programs.script(
-        ScriptedProgram(lines=["starting", "error: rank 1 diverged"], exit_code=7),
+        ScriptedProgram(lines=[*lines, "error: rank 1 diverged"], exit_code=7),
         namespace=mpi_namespace,
         container="mpimaster",
     )
@@ -55,27 +58,47 @@ def test_failing_master_fails_the_task_with_diagnostics(sandbox, mpi_namespace, 
         states, log = run_dag(mpi_failing, caplog, capfd, namespace=mpi_namespace)
     finally:
         sandbox.kubelet.programs.clear()
+    streamed = log.split("ended Failed", 1)[0]  # the failure message repeats the last lines on purpose
+    runs = streamed.count("----- log of ")  # one header per container instance (attempts x restarts)
+    delivered, repeated = line_counts(streamed, lines, times=runs)
+    left, seconds = leftovers(sandbox, mpi_namespace)
+    reliability("R7 master fails until maxRetry", expected=runs * len(lines), delivered=runs * delivered,
+                repeated=repeated, objects_left=left, cleanup_seconds=seconds)  # fmt: skip
     assert states == {"mpi": "failed"}
     assert "ended Failed" in log
     assert "exited with code 7" in log
-    assert "error: rank 1 diverged" in log
-    assert "retries 2" in log
+    assert "error: rank 1 diverged" in log.split("ended Failed", 1)[1]  # the last lines, in the message
+    assert "retries 2" in log and runs >= 2
+    assert (delivered, repeated, left) == (len(lines), 0, 0)
 
 
-def test_gang_never_admitted_fails_after_schedule_timeout_naming_the_reason(sandbox, mpi_namespace, caplog, capfd):
+@pytest.mark.reliability
+def test_gang_never_admitted_fails_after_schedule_timeout_naming_the_reason(
+    sandbox, mpi_namespace, caplog, capfd, reliability
+):
     from tests.dags.mpi_test_dags import mpi_unschedulable
 
     states, log = run_dag(mpi_unschedulable, caplog, capfd, namespace=mpi_namespace)
+    left, seconds = leftovers(sandbox, mpi_namespace)
+    reliability("R5 gang never admitted", objects_left=left, cleanup_seconds=seconds)
     assert states == {"mpi": "failed"}
     assert "not admitted by the gang scheduler within schedule_timeout" in log
     assert "NotEnoughResources" in log and "cpu" in log
-    wait_for(lambda: not sandbox.api.list("vcjobs", mpi_namespace)["items"], 60, what="nothing left")
+    assert left == 0
 
 
-def test_retried_task_reattaches_to_the_live_workflow(sandbox, mpi_namespace, caplog, capfd):
+@pytest.mark.reliability
+def test_retried_task_reattaches_to_the_live_workflow(sandbox, mpi_namespace, caplog, capfd, reliability):
     from tests.dags.mpi_test_dags import mpi_reattach
 
-    created = []
+    created, workflows = [], []
+    sandbox.cluster.informer("workflows").subscribe(
+        lambda kind, obj, old: (
+            kind == "ADDED"
+            and obj["metadata"]["namespace"] == mpi_namespace
+            and workflows.append(obj["metadata"]["name"])
+        )
+    )
     sandbox.cluster.informer("vcjobs").subscribe(
         lambda kind, obj, old: (
             kind == "ADDED"
@@ -83,22 +106,31 @@ def test_retried_task_reattaches_to_the_live_workflow(sandbox, mpi_namespace, ca
             and created.append(obj["metadata"]["name"])
         )
     )
+    lines = numbered_lines("R3", 5)
     sandbox.kubelet.programs.script(
-        ScriptedProgram(lines=["the only run"], duration=4), namespace=mpi_namespace, container="mpimaster"
+        ScriptedProgram(lines=lines, duration=4), namespace=mpi_namespace, container="mpimaster"
     )
     try:
         states, log = run_dag(mpi_reattach, caplog, capfd, namespace=mpi_namespace)
     finally:
         sandbox.kubelet.programs.clear()
+    delivered, repeated = line_counts(log, lines)
+    left, seconds = leftovers(sandbox, mpi_namespace)
+    reliability("R3 worker dies after submit, retry reattaches", expected=len(lines), delivered=delivered,
+                repeated=repeated, objects_left=left, cleanup_seconds=seconds)  # fmt: skip
     assert states == {"mpi": "success"}, log[-3000:]
+    assert len(set(workflows)) == 1, workflows  # exactly one Workflow ever existed
     assert "worker lost after submission" in log and "Reattaching to Argo Workflow" in log
     assert len(set(created)) == 1, created  # exactly one Volcano Job ever existed
     result = xcom_result("test_mpi_reattach", "mpi")
     assert result["job_name"] == created[0]  # the second try followed the first try's job
-    assert log.count("the only run") == 1  # its log shown once
+    assert (delivered, repeated, left) == (len(lines), 0, 0)  # its log shown once; nothing left
 
 
-def test_execution_timeout_while_deferred_stops_and_removes_everything(sandbox, mpi_namespace, caplog, capfd):
+@pytest.mark.reliability
+def test_execution_timeout_while_deferred_stops_and_removes_everything(
+    sandbox, mpi_namespace, caplog, capfd, reliability
+):
     from tests.dags.mpi_test_dags import mpi_timeout
 
     sandbox.kubelet.programs.script(ScriptedProgram(duration=3600), namespace=mpi_namespace, container="mpimaster")
@@ -106,11 +138,11 @@ def test_execution_timeout_while_deferred_stops_and_removes_everything(sandbox, 
         states, log = run_dag(mpi_timeout, caplog, capfd, namespace=mpi_namespace)
     finally:
         sandbox.kubelet.programs.clear()
+    left, seconds = leftovers(sandbox, mpi_namespace)
+    reliability("R4 execution_timeout while deferred", objects_left=left, cleanup_seconds=seconds)
     assert states == {"mpi": "failed"}
     assert "execution_timeout reached" in log
-    wait_for(lambda: not sandbox.api.list("workflows", mpi_namespace)["items"], 60, what="workflow deleted")
-    wait_for(lambda: not sandbox.api.list("vcjobs", mpi_namespace)["items"], 60, what="job collected")
-    wait_for(lambda: not sandbox.api.list("pods", mpi_namespace)["items"], 60, what="pods collected")
+    assert left == 0
 
 
 def test_blocking_mode_behaves_the_same(sandbox, mpi_namespace, caplog, capfd):
@@ -127,12 +159,13 @@ def test_blocking_mode_behaves_the_same(sandbox, mpi_namespace, caplog, capfd):
     wait_for(lambda: not sandbox.api.list("vcjobs", mpi_namespace)["items"], 60, what="job collected")
 
 
-def test_volcano_restart_shows_each_attempt_once_under_its_header(sandbox, mpi_namespace, caplog, capfd):
+@pytest.mark.reliability
+def test_volcano_restart_shows_each_attempt_once_under_its_header(sandbox, mpi_namespace, caplog, capfd, reliability):
     import threading
 
     from tests.dags.mpi_test_dags import mpi_hostile as plain  # a plain MPI run (mpi_command from params)
 
-    lines = [f"iteration {i}" for i in range(5)]
+    lines = numbered_lines("R6", 5)
     sandbox.kubelet.programs.script(
         ScriptedProgram(lines=lines, rate=20, duration=5), namespace=mpi_namespace, container="mpimaster"
     )
@@ -146,7 +179,7 @@ def test_volcano_restart_shows_each_attempt_once_under_its_header(sandbox, mpi_n
         master = wait_for(master_running, 90, what="master running")
         job = master["metadata"]["labels"]["volcano.sh/job-name"]
         wait_for(
-            lambda: "iteration 4" in pod_log(sandbox.api, mpi_namespace, master["metadata"]["name"], "mpimaster"),
+            lambda: lines[-1] in pod_log(sandbox.api, mpi_namespace, master["metadata"]["name"], "mpimaster"),
             30,
             what="attempt 1 printed",
         )
@@ -160,10 +193,13 @@ def test_volcano_restart_shows_each_attempt_once_under_its_header(sandbox, mpi_n
     finally:
         helper.join(120)
         sandbox.kubelet.programs.clear()
+    delivered, repeated = line_counts(log, lines, times=2)  # once per attempt
+    left, seconds = leftovers(sandbox, mpi_namespace)
+    reliability("R6 worker evicted, PodEvicted -> RestartJob", expected=2 * len(lines), delivered=2 * delivered,
+                repeated=repeated, objects_left=left, cleanup_seconds=seconds)  # fmt: skip
     assert evicted and states == {"mpi": "success"}, log[-3000:]
     assert "(job attempt 1, container restart 0)" in log and "(job attempt 2, container restart 0)" in log
-    for line in lines:
-        assert log.count(line) == 2  # once per attempt, never repeated
+    assert (delivered, repeated, left) == (len(lines), 0, 0)
     assert xcom_result("test_mpi_hostile", "mpi")["retry_count"] == 1
 
 

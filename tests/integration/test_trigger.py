@@ -13,6 +13,7 @@ from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
 from airflow_provider_volcano_argo.triggers.volcano_workflow import VolcanoWorkflowTrigger
 
 from .helpers import phase_of, submit_from_template, wait_for
+from .reliability import leftovers
 
 pytestmark = pytest.mark.integration
 
@@ -49,7 +50,8 @@ def _rebuild(trigger: VolcanoWorkflowTrigger) -> VolcanoWorkflowTrigger:
     return getattr(importlib.import_module(module), name)(**kwargs)
 
 
-def test_user_kill_while_deferred_stops_and_deletes_everything(sandbox, submitted):
+@pytest.mark.reliability
+def test_user_kill_while_deferred_stops_and_deletes_everything(sandbox, submitted, reliability):
     ns, wf = submitted
 
     async def scenario():
@@ -62,12 +64,13 @@ def test_user_kill_while_deferred_stops_and_deletes_everything(sandbox, submitte
         await trigger.on_kill()
 
     asyncio.run(scenario())
-    wait_for(lambda: sandbox.api.get_or_none("workflows", wf["metadata"]["name"], ns) is None, 60, what="wf deleted")
-    wait_for(lambda: sandbox.api.get_or_none("vcjobs", "traced", ns) is None, 60, what="job collected")
-    wait_for(lambda: not sandbox.api.list("pods", ns, "volcano.sh/job-name=traced")["items"], 60, what="pods gone")
+    left, seconds = leftovers(sandbox, ns)
+    reliability("R4 on_kill while deferred", objects_left=left, cleanup_seconds=seconds)
+    assert left == 0
 
 
-def test_triggerer_restart_resumes_without_repeating_or_losing_lines(sandbox, submitted, caplog):
+@pytest.mark.reliability
+def test_triggerer_restart_resumes_without_repeating_or_losing_lines(sandbox, submitted, reliability):
     ns, wf = submitted
     shown: list[str] = []
 
@@ -84,19 +87,31 @@ def test_triggerer_restart_resumes_without_repeating_or_losing_lines(sandbox, su
         return await second.run().__anext__()
 
     event = asyncio.run(scenario())
+    _record(reliability, "R1 triggerer restart mid-stream", sandbox, ns, wf, shown)
     assert event.payload["status"] == "success", event.payload
     steps = [line for line in shown if line.startswith("step ")]
     assert steps == [f"step {i}" for i in range(40)]  # every line, once, in order
-    assert cleanup_of(sandbox, ns, wf)
 
 
-def cleanup_of(sandbox, ns: str, wf: dict) -> bool:
-    """The caller (the operator) deletes the Workflow; here that is done directly."""
+def _record(reliability, scenario: str, sandbox, ns: str, wf: dict, shown: list[str]) -> None:
+    """Count the 40 lines, then delete the Workflow as the operator would and time the garbage collection."""
+    steps = [line for line in shown if line.startswith("step ")]
+    expected = {f"step {i}" for i in range(40)}
     sandbox.api.delete("workflows", wf["metadata"]["name"], ns)
-    return True
+    left, seconds = leftovers(sandbox, ns)
+    reliability(
+        scenario,
+        expected=len(expected),
+        delivered=len(expected & set(steps)),
+        repeated=len(steps) - len(set(steps)),
+        objects_left=left,
+        cleanup_seconds=seconds,
+    )
+    assert left == 0
 
 
-def test_api_server_restart_mid_run_loses_and_repeats_nothing(sandbox, submitted):
+@pytest.mark.reliability
+def test_api_server_restart_mid_run_loses_and_repeats_nothing(sandbox, submitted, reliability):
     """Watches and the log stream reconnect (resourceVersion, 410 relist, sinceTime cursor)."""
     import threading
 
@@ -117,7 +132,7 @@ def test_api_server_restart_mid_run_loses_and_repeats_nothing(sandbox, submitted
     sandbox.control_plane.restart_apiserver(downtime=1.0)
     thread.join(120)
     assert not thread.is_alive()
+    _record(reliability, "R2 API server restart mid-run", sandbox, ns, wf, shown)
     assert result["event"].payload["status"] == "success", result["event"].payload
     steps = [line for line in shown if line.startswith("step ")]
     assert steps == [f"step {i}" for i in range(40)]
-    sandbox.api.delete("workflows", wf["metadata"]["name"], ns)

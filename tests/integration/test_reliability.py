@@ -1,0 +1,204 @@
+"""Reliability and security scenarios R8-R13 on the sandbox (R1-R7: test_trigger.py, test_operator_volcano_mpi.py).
+
+Each records its row of the reliability table (``reliability`` fixture; ``benchmarks/reliability.py`` prints it).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from airflow_provider_volcano_argo import templates
+from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
+
+from .helpers import run_dag, wait_for
+from .reliability import KINDS_LEFT, leftovers
+
+pytestmark = [pytest.mark.integration, pytest.mark.reliability]
+
+HOSTILE = ["\n", "{{", "}}", "'", '"', "$(id)", "`id`", ";", "&&", "|", "\\", "ü", "\u2028", "\x00"]
+
+
+def _hostile_text(draw_base: str, token: str, at: int) -> str:
+    at = min(at, len(draw_base))
+    return draw_base[:at] + token + draw_base[at:]
+
+
+text_fields = st.sampled_from(["job_name", "image", "mpi_command", "volcano_queue", "cpu_per_worker",
+                               "memory_per_worker", "priority_class"])  # fmt: skip
+int_fields = st.sampled_from(["workers", "slots_per_worker", "max_retry", "min_available"])
+hostile_text = st.builds(
+    _hostile_text, st.text(alphabet="abcxyz019-", max_size=12), st.sampled_from(HOSTILE), st.integers(0, 12)
+)
+overrides = st.one_of(
+    st.tuples(text_fields, hostile_text),
+    st.tuples(st.sampled_from(["job_name", "volcano_queue"]), st.text(alphabet="abc", min_size=64, max_size=300)),
+    st.tuples(int_fields, st.integers(max_value=0)),
+    st.tuples(int_fields, hostile_text),
+)
+
+
+_R8_ROW: dict = {}  # one table row for all the examples hypothesis runs
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(override=overrides)
+def test_r8_hostile_input_is_refused_before_any_api_call(sandbox, mpi_namespace, caplog, capfd, reliability, override):
+    """The Airflow identity has no rights at all here: any API call would fail with Forbidden, so a refusal
+    naming the field proves validation came first; and no object exists afterwards."""
+    from tests.dags.mpi_test_dags import mpi_overrides
+
+    field, value = override
+    sandbox.set_airflow_rules([], mpi_namespace)
+    states, log = run_dag(mpi_overrides, caplog, capfd, namespace=mpi_namespace, overrides={field: value})
+    left = sum(len(sandbox.api.list(kind, mpi_namespace)["items"]) for kind in KINDS_LEFT)
+    row = _R8_ROW.get("row") or _R8_ROW.setdefault("row", reliability("", objects_left=0))
+    row.objects_left += left
+    _R8_ROW["fields"] = _R8_ROW.get("fields", set()) | {field}
+    _R8_ROW["values"] = _R8_ROW.get("values", 0) + 1
+    row.scenario = (f"R8 {_R8_ROW['values']} hostile values for {len(_R8_ROW['fields'])} fields refused "
+                    "before any API call")  # fmt: skip
+    assert states == {"mpi": "failed"}
+    assert f"{field}: " in log, (field, value, log[-2000:])
+    assert "Forbidden" not in log
+    assert left == 0
+
+
+# -- R9: every verb of the shipped Role is needed, and its absence is named ---------------------------------
+LABELS = {
+    ("argoproj.io", "workflows"): "workflows.argoproj.io",
+    ("argoproj.io", "workflowtemplates"): "workflowtemplates.argoproj.io",
+    ("batch.volcano.sh", "jobs"): "jobs.batch.volcano.sh",
+    ("scheduling.volcano.sh", "podgroups"): "podgroups.scheduling.volcano.sh",
+    ("", "pods"): "pods",
+    ("", "pods/log"): "pods/log",
+}
+RULE_VERBS = [
+    (group, resource, verb)
+    for rule in templates.airflow_rules()
+    for group in rule["apiGroups"]
+    for resource in rule["resources"]
+    for verb in rule["verbs"]
+]
+SCENARIO_OF = {("batch.volcano.sh", "jobs", "get"): "sensor", ("scheduling.volcano.sh", "podgroups", "get"): "gang"}
+
+
+def _without(group: str, resource: str, verb: str) -> list[dict]:
+    rules = []
+    for rule in templates.airflow_rules():
+        if group in rule["apiGroups"] and resource in rule["resources"]:
+            rest = [v for v in rule["verbs"] if v != verb]
+            if rest:
+                rules.append({**rule, "verbs": rest})
+            others = [r for r in rule["resources"] if r != resource]
+            if others:
+                rules.append({**rule, "resources": others})
+        else:
+            rules.append(rule)
+    return rules
+
+
+def _denied(sandbox, namespace: str, group: str, resource: str, verb: str) -> bool:
+    """The API server's own authorizer (SubjectAccessReview) refuses the Airflow identity that verb now."""
+    plural, _, sub = resource.partition("/")
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "user": "system:serviceaccount:argo:airflow",
+            "resourceAttributes": {
+                "namespace": namespace, "group": group, "resource": plural, "subresource": sub, "verb": verb,
+            },
+        },
+    }  # fmt: skip
+    answer = sandbox.api.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body=review)
+    return not answer["status"].get("allowed")
+
+
+@pytest.mark.parametrize(("group", "resource", "verb"), RULE_VERBS, ids=[f"{v}-{r}" for _, r, v in RULE_VERBS])
+def test_r9_each_verb_of_the_role_is_needed_and_named_when_missing(
+    sandbox, mpi_namespace, caplog, capfd, reliability, group, resource, verb
+):
+    import tests.dags.mpi_test_dags as mpi
+    import tests.dags.sensor_dags as sensors
+
+    from .test_volcano_emulation import _job
+
+    sandbox.set_airflow_rules(_without(group, resource, verb), mpi_namespace)
+    wait_for(lambda: _denied(sandbox, mpi_namespace, group, resource, verb), 30, what=f"{verb} {resource} revoked")
+    scenario = SCENARIO_OF.get((group, resource, verb), "mpi")
+    if scenario == "sensor":
+        sandbox.api.create("vcjobs", _job("outside", workers=1), mpi_namespace)
+        states, log = run_dag(sensors.test_job_sensor_poke, caplog, capfd, namespace=mpi_namespace, name="outside")
+    elif scenario == "gang":
+        states, log = run_dag(mpi.mpi_unschedulable, caplog, capfd, namespace=mpi_namespace)
+    else:
+        states, log = run_dag(mpi.mpi_hostile, caplog, capfd, namespace=mpi_namespace)
+    named = f"may not {verb} {LABELS[(group, resource)]}" in log
+    reliability(f"R9 Role without {verb} {resource}: task fails naming it", delivered=int(named), expected=1)
+    assert set(states.values()) == {"failed"}, log[-2000:]
+    assert named, log[-3000:]
+
+
+# -- R10, R11 ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["workflows", "vcjobs"])
+def test_r10_deleted_from_outside_mid_run_fails_at_once_saying_so(
+    sandbox, mpi_namespace, caplog, capfd, reliability, kind
+):
+    from tests.dags.mpi_test_dags import mpi_hostile as plain
+
+    sandbox.kubelet.programs.script(
+        ScriptedProgram(lines=["computing"], duration=600), namespace=mpi_namespace, container="mpimaster"
+    )
+    deleted: dict[str, float] = {}
+
+    def delete_when_running() -> None:
+        def running_master():
+            pods = sandbox.api.list("pods", mpi_namespace, "volcano.sh/task-spec=mpimaster")["items"]
+            return next((p for p in pods if (p.get("status") or {}).get("phase") == "Running"), None)
+
+        master = wait_for(running_master, 90, what="master running")
+        name = (
+            master["metadata"]["labels"]["volcano.sh/job-name"]
+            if kind == "vcjobs"
+            else sandbox.api.list("workflows", mpi_namespace)["items"][0]["metadata"]["name"]
+        )
+        time.sleep(1)
+        deleted["at"] = time.monotonic()
+        sandbox.api.delete(kind, name, mpi_namespace)
+
+    helper = threading.Thread(target=delete_when_running)
+    helper.start()
+    try:
+        states, log = run_dag(plain, caplog, capfd, namespace=mpi_namespace)
+        ended = time.monotonic()
+    finally:
+        helper.join(120)
+        sandbox.kubelet.programs.clear()
+    left, seconds = leftovers(sandbox, mpi_namespace)
+    what = "Workflow" if kind == "workflows" else "Volcano Job"
+    reliability(f"R10 {what} deleted from outside mid-run", objects_left=left,
+                cleanup_seconds=round(ended - deleted["at"] + seconds, 1))  # fmt: skip
+    assert states == {"mpi": "failed"}, log[-3000:]
+    assert "was deleted" in log and what in log
+    assert ended - deleted["at"] < 30, log[-5000:]  # at once, not after a timeout
+    assert left == 0
+
+
+def test_r11_missing_template_says_how_to_install_it_and_creates_nothing(
+    sandbox, mpi_namespace, caplog, capfd, reliability
+):
+    from tests.dags.mpi_test_dags import mpi_hostile as plain
+
+    sandbox.api.delete("workflowtemplates", "volcano-mpi", mpi_namespace)
+    states, log = run_dag(plain, caplog, capfd, namespace=mpi_namespace)
+    left = sum(len(sandbox.api.list(kind, mpi_namespace)["items"]) for kind in KINDS_LEFT)
+    reliability("R11 WorkflowTemplate missing", objects_left=left)
+    assert states == {"mpi": "failed"}
+    assert f"WorkflowTemplate 'volcano-mpi' not found in namespace '{mpi_namespace}'" in log
+    assert f"volcano-argo install-templates --namespace {mpi_namespace}" in log and "nothing was created" in log
+    assert left == 0
