@@ -1,0 +1,296 @@
+"""What every benchmark shares: an isolated Airflow home, a sandbox with the shipped template and RBAC in a
+namespace of its own, Workflow submission, percentiles and the Markdown report.
+
+Import this module before anything that imports Airflow: it points ``AIRFLOW_HOME`` at a temporary folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import contextlib
+import datetime
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+ROLE_FILE = REPO / "airflow_provider_volcano_argo" / "templates" / "airflow-role.yaml"
+
+# Airflow reads its configuration at import time: isolate it first (as tests/conftest.py does).
+if "VOLCANO_ARGO_BENCH_AIRFLOW_HOME" not in os.environ:
+    _home = tempfile.mkdtemp(prefix="volcano-argo-bench-airflow-")
+    os.environ["VOLCANO_ARGO_BENCH_AIRFLOW_HOME"] = _home
+    atexit.register(shutil.rmtree, _home, True)
+os.environ["AIRFLOW_HOME"] = os.environ["VOLCANO_ARGO_BENCH_AIRFLOW_HOME"]
+os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "False")
+os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "ERROR")
+
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+JOB_TERMINAL = ("Completed", "Failed", "Terminated", "Aborted")
+
+
+# ---------------------------------------------------------------------------------------------------- CLI
+def arguments(description: str, extra=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--small", action="store_true", help="a quick pass (fewer runs, shorter jobs)")
+    if extra:
+        extra(parser)
+    return parser.parse_args()
+
+
+def say(*parts) -> None:
+    """Progress on stderr, so that stdout holds the report only."""
+    print(*parts, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------------- sandbox
+@contextlib.contextmanager
+def sandbox(audit_log: bool = False, nodes: list | None = None) -> Iterator:
+    """A running sandbox whose Airflow identity has exactly the provider's least-privilege Role; stopped on exit
+    (also on errors and Ctrl-C)."""
+    from airflow_provider_volcano_argo.sandbox.sandbox import Sandbox, SandboxOptions
+
+    options = SandboxOptions(audit_log=audit_log, airflow_role_file=ROLE_FILE)
+    if nodes:
+        options.nodes = nodes
+    say(f"starting sandbox (audit_log={audit_log}) ...")
+    started = time.monotonic()
+    with Sandbox(options) as sb:
+        say(f"sandbox up at {sb.server} in {time.monotonic() - started:.1f} s")
+        try:
+            yield sb
+        finally:
+            say("stopping sandbox ...")
+
+
+def prepare_namespace(sb, name: str) -> str:
+    """A namespace with the shipped WorkflowTemplates and the Argo-side RBAC; the Airflow connection (least
+    privilege) goes into ``AIRFLOW_CONN_KUBERNETES_DEFAULT``."""
+    from airflow_provider_volcano_argo import templates
+
+    ns = sb.create_namespace(name)
+    for template in templates.TEMPLATE_FILES:
+        body = templates.workflow_template(template)
+        body["metadata"]["namespace"] = ns
+        sb.apply(body)
+    for doc in templates.argo_rbac(ns):
+        sb.apply(doc)
+    os.environ["AIRFLOW_CONN_KUBERNETES_DEFAULT"] = sb.airflow_connection()
+    return ns
+
+
+def extra_identity(sb, name: str, namespaces: list[str]) -> tuple[str, str]:
+    """Another service account in ``argo`` bound to the same least-privilege rules in ``namespaces`` (so that a
+    baseline's requests can be told apart in the audit log): (connection JSON, username)."""
+    from airflow_provider_volcano_argo.sandbox.sandbox import AIRFLOW_NAMESPACE, AIRFLOW_ROLE
+
+    token = sb.service_account_token(AIRFLOW_NAMESPACE, name)
+    for ns in namespaces:
+        sb.apply(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": {"name": f"{AIRFLOW_ROLE}-{name}", "namespace": ns},
+                "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": AIRFLOW_NAMESPACE}],
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": AIRFLOW_ROLE},
+            }
+        )
+    kubeconfig = sb.control_plane.write_kubeconfig(name, token, AIRFLOW_NAMESPACE)
+    conn = json.dumps({"conn_type": "kubernetes", "extra": {"kube_config_path": str(kubeconfig), "namespace": "argo"}})
+    return conn, f"system:serviceaccount:{AIRFLOW_NAMESPACE}:{name}"
+
+
+def airflow_username() -> str:
+    from airflow_provider_volcano_argo.sandbox.sandbox import AIRFLOW_NAMESPACE, AIRFLOW_SERVICE_ACCOUNT
+
+    return f"system:serviceaccount:{AIRFLOW_NAMESPACE}:{AIRFLOW_SERVICE_ACCOUNT}"
+
+
+def submit(sb, ns: str, job_name: str, workers: int = 1, cpu: str = "10m", memory: str = "16Mi") -> dict:
+    """A Workflow from the shipped ``volcano-mpi`` template, as ``argo submit --from workflowtemplate/...``
+    (tests/integration/helpers.py ``submit_from_template``), with small gangs."""
+    parameters = {
+        "job-name": job_name,
+        "workers": str(workers),
+        "np": str(workers),
+        "min-available": str(workers + 1),
+        "cpu-per-worker": cpu,
+        "memory-per-worker": memory,
+        "max-retry": "1",
+    }
+    body = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {
+            "generateName": f"{job_name}-",
+            "labels": {"workflows.argoproj.io/workflow-template": "volcano-mpi"},
+        },
+        "spec": {
+            "workflowTemplateRef": {"name": "volcano-mpi"},
+            "arguments": {"parameters": [{"name": k, "value": v} for k, v in parameters.items()]},
+        },
+    }
+    return sb.api.create("workflows", body, ns)
+
+
+def follow_spec(ns: str, wf: dict, job_name: str) -> dict:
+    from airflow_provider_volcano_argo.follower import FollowSpec
+
+    return FollowSpec(
+        namespace=ns, workflow_name=wf["metadata"]["name"], workflow_uid=wf["metadata"]["uid"], job_name=job_name
+    ).to_dict()
+
+
+def job_phase(job: dict | None) -> str:
+    return (((job or {}).get("status") or {}).get("state") or {}).get("phase", "") or ""
+
+
+def wait_for(predicate, timeout: float, what: str, interval: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise TimeoutError(f"{what}: not reached within {timeout:.0f} s")
+
+
+class JobPhaseWatch:
+    """The benchmark's own admin-side watch on every Volcano Job: the wall-clock time (``time.time()``) at which
+    it first saw each job in each phase. Runs in a thread until ``stop()``."""
+
+    def __init__(self, sb):
+        self.api = sb.api
+        self.seen: dict[tuple[str, str], dict[str, float]] = {}
+        self.cond = threading.Condition()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bench-job-watch", daemon=True)
+
+    def __enter__(self) -> JobPhaseWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+
+    def _record(self, job: dict) -> None:
+        now = time.time()
+        meta = job["metadata"]
+        phases = self.seen.setdefault((meta["namespace"], meta["name"]), {})
+        phase = job_phase(job)
+        if phase and phase not in phases:
+            with self.cond:
+                phases[phase] = now
+                self.cond.notify_all()
+
+    def _run(self) -> None:
+        version = None
+        while not self._stop.is_set():
+            try:
+                if version is None:
+                    listing = self.api.list("vcjobs")
+                    for job in listing.get("items", []):
+                        self._record(job)
+                    version = listing["metadata"]["resourceVersion"]
+                for event in self.api.watch("vcjobs", version, timeout_seconds=30):
+                    if self._stop.is_set():
+                        return
+                    obj = event.get("object", {})
+                    if event.get("type") == "ERROR":
+                        version = None
+                        break
+                    version = obj.get("metadata", {}).get("resourceVersion", version)
+                    if event.get("type") in ("ADDED", "MODIFIED"):
+                        self._record(obj)
+            except Exception:  # the sandbox stopping, a dropped watch: resume
+                if self._stop.wait(0.2):
+                    return
+
+    def terminal_at(self, ns: str, name: str) -> tuple[str, float] | None:
+        phases = self.seen.get((ns, name), {})
+        for phase in JOB_TERMINAL:
+            if phase in phases:
+                return phase, phases[phase]
+        return None
+
+    def wait_phase(self, ns: str, name: str, phases: tuple[str, ...], timeout: float) -> float:
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                seen = self.seen.get((ns, name), {})
+                for phase in phases:
+                    if phase in seen:
+                        return seen[phase]
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"job {ns}/{name} not in {phases} within {timeout:.0f} s (seen: {seen})")
+                self.cond.wait(min(left, 1.0))
+
+
+# ---------------------------------------------------------------------------------------------------- numbers
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100)."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    rank = max(1, int(-(-q * len(ordered) // 100)))  # ceil(q/100 * n)
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+def rss_kib(pid: str = "self") -> int:
+    """VmRSS of a process, KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def hwm_kib(pid: str = "self") -> int:
+    """VmHWM (peak RSS) of a process, KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------- report
+def machine_line() -> str:
+    load = os.getloadavg()
+    return (
+        f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()} "
+        f"{platform.release()}, {datetime.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %Z')}, "
+        f"load average {load[0]:.2f}/{load[1]:.2f}/{load[2]:.2f}"
+    )
+
+
+def table(columns: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def report(title: str, method: list[str], columns: list[str], rows: list[list[str]], notes: list[str]) -> None:
+    """The benchmark's result on stdout: a heading, how it was measured, the table, notes, the machine line."""
+    out = [f"### {title}", ""]
+    out += [f"{line}" for line in method]
+    out += ["", table(columns, rows), ""]
+    out += [f"- {note}" for note in notes]
+    if notes:
+        out.append("")
+    out.append(machine_line())
+    print("\n".join(out), flush=True)
+
+
+def met(ok: bool | None) -> str:
+    return "n/a" if ok is None else ("yes" if ok else "**no**")
