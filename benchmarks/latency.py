@@ -133,13 +133,14 @@ def main() -> None:
         row("max", max) + ["", ""],
     ]
     notes = [
-        f"{runs} runs after one uncounted warm-up run, one after another; each: submit a Workflow from `volcano-mpi` (1 worker), the master prints "
-        "one line and exits (TaskCompleted -> CompleteJob)",
+        f"{runs} runs after one uncounted warm-up run, one after another; each: submit a Workflow from "
+        "`volcano-mpi` (1 worker), the master prints one line and exits (TaskCompleted -> CompleteJob)",
         "t0 = wall-clock time at which the benchmark's own admin watch on `batch.volcano.sh/jobs` (all namespaces) "
         "first saw the job's `status.state.phase` terminal; the job's status carries only second-precision times, "
         "so the watch is the reference",
         "ours = time `await VolcanoWorkflowTrigger(...).run().__anext__()` returned (includes draining the master's "
-        "log stream and the final cursor PATCH); pollers = time a `get` first showed the terminal phase (each poller starts at a random offset within its period)",
+        "log stream and the final cursor PATCH); pollers = time a `get` first showed the terminal phase (each "
+        "poller starts at a random offset within its period)",
         "all three follow the same job at the same time in one event loop, in the process that also runs the "
         "sandbox's emulated Argo / Volcano / kubelet (shared GIL)",
     ]
