@@ -216,6 +216,7 @@ class WorkflowFollower:
                 for task in watch_tasks:
                     if task.done() and task.exception():
                         raise task.exception()  # type: ignore[misc]
+                self.logs.raise_failure()
                 self._report_progress()
                 outcome = decide(self.spec, self.workflow, self.workflow_gone, self.jobs, self.jobs_gone, time.time())
                 if outcome and outcome.reason == "unschedulable":
@@ -232,6 +233,13 @@ class WorkflowFollower:
                 await asyncio.shield(self.save_cursors())
         self._report_progress()
         await self.logs.drain(DELETED_DRAIN_SECONDS if outcome.reason == "deleted" else DRAIN_SECONDS)
+        try:
+            self.logs.raise_failure()
+        except KubernetesApiError as exc:  # the job's outcome stands, but a log asked for is missing
+            if outcome.status == "success":
+                outcome = FollowOutcome("error", f"{outcome.message} Its log could not be read: {exc}", "api_error")
+            else:
+                outcome.details.append(f"Its log could not be read: {exc}")
         await self.save_cursors()
         return self.result(outcome)
 

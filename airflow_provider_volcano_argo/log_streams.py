@@ -211,6 +211,12 @@ class PodLogForwarder:
             await asyncio.wait(tasks, timeout=timeout)
         self.cancel()
 
+    def raise_failure(self) -> None:
+        """Re-raise what ended a stream abnormally (e.g. a lasting 403 on ``pods/log``), so the run fails."""
+        for task, _ in self.streams.values():
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+
     def cancel(self) -> None:
         for task, _ in self.streams.values():
             if not task.done():

@@ -182,6 +182,20 @@ class AsyncVolcanoArgoHook(AsyncKubernetesHook):
         except AsyncApiException as exc:
             _raise_api_error(exc, verb, resource, namespace)
 
+    async def _raw(self, verb: str, resource: str, namespace: str | None, coro):
+        """A ``_preload_content=False`` call: kubernetes_asyncio returns those responses whatever their status,
+        so an error status (a Status body) is turned into ``KubernetesApiError`` here."""
+        response = await self._call(verb, resource, namespace, coro)
+        if response.status >= 400:
+            try:
+                body = await response.read()
+            finally:
+                response.release()
+            raise KubernetesApiError(
+                explain_api_error(response.status, body, verb, resource, namespace), status=response.status
+            )
+        return response
+
     async def get_object(self, res: ApiResource, name: str, namespace: str) -> dict | None:
         async with self.get_conn() as conn:
             api = async_client.CustomObjectsApi(conn)
@@ -199,7 +213,7 @@ class AsyncVolcanoArgoHook(AsyncKubernetesHook):
         """The raw list (``items`` and ``metadata.resourceVersion``) of custom or core objects."""
         query = [(k, v) for k, v in (("fieldSelector", field_selector), ("labelSelector", label_selector)) if v]
         async with self.get_conn() as conn:
-            response = await self._call(
+            response = await self._raw(
                 "list",
                 res.label,
                 namespace,
@@ -265,7 +279,7 @@ class AsyncVolcanoArgoHook(AsyncKubernetesHook):
     ) -> AsyncIterator[bytes]:
         """GET ``path`` and yield the body in chunks of at most 64 KiB as it arrives."""
         async with self.get_conn() as conn:
-            response = await self._call(
+            response = await self._raw(
                 verb,
                 resource,
                 namespace,

@@ -130,6 +130,8 @@ class ObjectPhaseTrigger(BaseTrigger):
                 for task in tasks:
                     if task.done() and task.exception():
                         raise task.exception()  # type: ignore[misc]
+                if logs is not None:
+                    logs.raise_failure()
                 phase = phase_of(self.kind, state["obj"])
                 if state["exists"] is not None and (logs is None or logs.synced):
                     result = verdict(phase, state["exists"], self.target_phases, self.failure_phases, state["seen"])

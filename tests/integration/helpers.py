@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from airflow_provider_volcano_argo.sandbox.kubeapi import KubeApi
@@ -82,13 +84,23 @@ def example_dag(dag_id: str):
     return bag.dags[dag_id]
 
 
+#: Every log ``run_dag`` captured in this session (R13 searches them for secrets).
+CAPTURED_LOGS: list[str] = []
+
+
 def run_dag(dag, caplog, capfd, **conf) -> tuple[dict, str]:
     """Run ``dag`` with ``dag.test(run_conf=conf)``; return task states and everything it logged."""
     caplog.set_level(logging.INFO)
     dagrun = dag.test(run_conf=conf)
     states = {ti.task_id: ti.state for ti in dagrun.get_task_instances()}
     out, err = capfd.readouterr()
-    return states, caplog.text + out + err
+    log = caplog.text + out + err
+    CAPTURED_LOGS.append(log)
+    if os.environ.get("VOLCANO_ARGO_TEST_LOG_DIR"):  # keep every run's log for reading after a failure
+        target = Path(os.environ["VOLCANO_ARGO_TEST_LOG_DIR"]) / f"{len(CAPTURED_LOGS):03d}-{dag.dag_id}.log"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(log)
+    return states, log
 
 
 def xcom_result(dag_id: str, task_id: str) -> Any:
