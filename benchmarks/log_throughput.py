@@ -1,0 +1,294 @@
+"""Log throughput: an MPI master prints N lines (``line {i}``) as fast as it can; lines per second our trigger
+forwards into the task log against reading the same ``pods/log`` stream raw with the ``kubernetes`` client, both
+through the same least-privilege kubeconfig, each in a subprocess of its own (whose peak RSS is reported), for
+two log sizes.
+
+    .venv/bin/python benchmarks/log_throughput.py [--small]
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import benchlib  # noqa: I001  (sets AIRFLOW_HOME before Airflow is imported)
+from benchlib import hwm_kib, rss_kib, say
+
+GOAL_RATIO = 0.8
+READER_TIMEOUT = 900
+
+
+class LineCheck:
+    """Counts ``line {i}`` lines and checks they come in order, none missing, none twice."""
+
+    def __init__(self, expected: int):
+        self.expected = expected
+        self.next = 0
+        self.lost = 0
+        self.repeated = 0
+        self.done_at: float | None = None
+
+    def see(self, text: str) -> None:
+        if not text.startswith("line "):
+            return  # the trigger's progress and header lines
+        i = int(text[5:])
+        if i < self.next:
+            self.repeated += 1
+            return
+        self.lost += i - self.next
+        self.next = i + 1
+        if self.next >= self.expected and self.done_at is None:
+            self.done_at = time.monotonic()
+
+    def result(self, started: float, rss_before: int, cpu_before: float) -> dict:
+        return {
+            "cpu_seconds": time.process_time() - cpu_before,
+            "lines": self.next - self.lost,
+            "lost": self.lost + max(self.expected - self.next, 0),
+            "repeated": self.repeated,
+            "seconds": (self.done_at or time.monotonic()) - started,
+            "rss_before_kib": rss_before,
+            "max_rss_kib": hwm_kib(),
+        }
+
+
+# ---------------------------------------------------------------------------------------------------- readers
+def read_ours(spec: dict, expected: int) -> dict:
+    """The trigger, as the triggerer runs it, its task-log lines counted; stopped once every line has come."""
+    import asyncio
+
+    from airflow_provider_volcano_argo.triggers.volcano_workflow import VolcanoWorkflowTrigger
+
+    check = LineCheck(expected)
+    done = asyncio.Event()
+
+    class TaskLog:
+        def info(self, msg, *args, **kwargs):
+            check.see(msg % args if args else msg)
+            if check.done_at is not None:
+                done.set()
+
+        def warning(self, msg, *args, **kwargs):
+            say("trigger warning:", msg % args if args else msg)
+
+        debug = error = exception = critical = warning
+
+    async def run() -> dict:
+        trigger = VolcanoWorkflowTrigger(spec=spec, connection={"kubernetes_conn_id": "kubernetes_default"})
+        trigger._log = TaskLog()
+        rss_before, cpu_before = rss_kib(), time.process_time()
+        started = time.monotonic()
+        task = asyncio.create_task(trigger.run().__anext__())
+        waiter = asyncio.create_task(done.wait())
+        await asyncio.wait([task, waiter], timeout=READER_TIMEOUT, return_when=asyncio.FIRST_COMPLETED)
+        result = check.result(started, rss_before, cpu_before)
+        for t in (task, waiter):
+            t.cancel()  # like a triggerer stopping: the trigger saves its cursors and ends
+        await asyncio.gather(task, waiter, return_exceptions=True)
+        return result
+
+    return asyncio.run(run())
+
+
+def read_raw(kubeconfig: str, namespace: str, pod: str, expected: int) -> dict:
+    """``CoreV1Api.read_namespaced_pod_log(follow, timestamps, _preload_content=False)``, split into lines."""
+    from kubernetes import client, config
+
+    configuration = client.Configuration()
+    config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+    api = client.CoreV1Api(client.ApiClient(configuration))
+    check = LineCheck(expected)
+    rss_before, cpu_before = rss_kib(), time.process_time()
+    started = time.monotonic()
+    response = api.read_namespaced_pod_log(
+        pod, namespace, container="mpimaster", follow=True, timestamps=True, _preload_content=False
+    )
+    pending = b""
+    try:
+        for chunk in response.stream(64 * 1024, decode_content=False):
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for raw in lines:
+                check.see(raw.decode("utf-8", "replace").partition(" ")[2])  # drop the timestamp
+            if check.done_at is not None:
+                break
+    finally:
+        response.release_conn()
+    return check.result(started, rss_before, cpu_before)
+
+
+def reader_main(args) -> None:
+    if args.reader == "ours":
+        result = read_ours(json.loads(args.spec), args.count)
+    else:
+        result = read_raw(args.kubeconfig, args.namespace, args.pod, args.count)
+    print(json.dumps(result), flush=True)
+
+
+def run_reader(kind: str, count: int, **options: str) -> dict:
+    argv = [sys.executable, __file__, "--reader", kind, "--count", str(count)]
+    for key, value in options.items():
+        argv += [f"--{key}", value]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=READER_TIMEOUT + 60)
+    if done.returncode != 0:
+        raise RuntimeError(f"{kind} reader failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------------------------------------------- parent
+def write_log(sb, ns: str, size: int) -> tuple[dict, dict, str, float]:
+    """Submit a job whose master prints ``size`` lines at once and stays up; wait until all are written."""
+    from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
+
+    job = f"log-{size}"
+    sb.kubelet.programs.script(
+        ScriptedProgram(count=size, line_template="line {i}", duration=3600),
+        namespace=ns,
+        pod=f"{job}-mpimaster-*",
+        container="mpimaster",
+    )
+    wf = benchlib.submit(sb, ns, job)
+    pod = f"{job}-mpimaster-0"
+    last = f" line {size - 1}\n".encode()
+
+    def written() -> bool:
+        instance = sb.kubelet.logs.lookup(ns, pod, "mpimaster", False)
+        if instance is None or not instance.path.exists():
+            return False
+        with open(instance.path, "rb") as log:
+            log.seek(max(instance.path.stat().st_size - 200, 0))
+            return log.read().endswith(last)
+
+    benchlib.wait_for(lambda: sb.kubelet.logs.lookup(ns, pod, "mpimaster", False), 180, f"{pod} started")
+    started = time.monotonic()
+    benchlib.wait_for(written, 1800, f"{size} lines written", interval=0.5)
+    write_rate = size / (time.monotonic() - started)
+    say(f"{size} lines written by the emulated master at about {write_rate:,.0f} lines/s")
+    return wf, benchlib.follow_spec(ns, wf, job), pod, write_rate
+
+
+def main() -> None:
+    def extra(parser):
+        parser.add_argument("--sizes", default=None, help="comma-separated line counts (default 50000,500000)")
+        parser.add_argument("--reader", choices=("ours", "raw"), help=argparse_hidden())
+        parser.add_argument("--count", type=int, help=argparse_hidden())
+        parser.add_argument("--spec", help=argparse_hidden())
+        parser.add_argument("--kubeconfig", help=argparse_hidden())
+        parser.add_argument("--namespace", help=argparse_hidden())
+        parser.add_argument("--pod", help=argparse_hidden())
+
+    args = benchlib.arguments(__doc__.split("\n\n")[0], extra)
+    if args.reader:
+        reader_main(args)
+        return
+    sizes = (
+        [int(s) for s in args.sizes.split(",")] if args.sizes else ([5000, 50000] if args.small else [50000, 500000])
+    )
+    results: dict[int, dict] = {}
+    with benchlib.sandbox() as sb:
+        ns = benchlib.prepare_namespace(sb, "bench-logs")
+        for size in sizes:
+            wf, spec, pod, write_rate = write_log(sb, ns, size)
+            raw = run_reader("raw", size, kubeconfig=str(sb.airflow_kubeconfig), namespace=ns, pod=pod)
+            say(f"raw:  {size / raw['seconds']:,.0f} lines/s, peak RSS {raw['max_rss_kib'] / 1024:.0f} MiB")
+            ours = run_reader("ours", size, spec=json.dumps(spec))
+            say(f"ours: {size / ours['seconds']:,.0f} lines/s, peak RSS {ours['max_rss_kib'] / 1024:.0f} MiB")
+            results[size] = {"raw": raw, "ours": ours, "write_rate": write_rate}
+            sb.api.delete("workflows", wf["metadata"]["name"], ns)
+
+    rows = []
+    largest = max(sizes)
+    for size in sizes:
+        raw, ours = results[size]["raw"], results[size]["ours"]
+        ratio = raw["seconds"] / ours["seconds"]
+        headline = size == largest
+        rows.append(
+            [f"{size:,} lines: lines/s", f"{size / ours['seconds']:,.0f}", f"{size / raw['seconds']:,.0f}",
+             f">= {GOAL_RATIO} of raw" if headline else "", benchlib.met(ratio >= GOAL_RATIO) if headline else ""]
+        )  # fmt: skip
+        rows.append([f"{size:,} lines: ours / raw", f"{ratio:.2f}", "1.00", "", ""])
+        intact = ours["lost"] == 0 and ours["repeated"] == 0
+        rows.append(
+            [f"{size:,} lines: lost / repeated", f"{ours['lost']} / {ours['repeated']}",
+             f"{raw['lost']} / {raw['repeated']}", "0 / 0", benchlib.met(intact)]
+        )  # fmt: skip
+        rows.append(
+            [f"{size:,} lines: reader CPU per 1,000 lines", f"{ours['cpu_seconds'] / size * 1e3:.0f} ms",
+             f"{raw['cpu_seconds'] / size * 1e3:.0f} ms", "", ""]
+        )  # fmt: skip
+        ceiling_ours, ceiling_raw = size / ours["cpu_seconds"], size / raw["cpu_seconds"]
+        ceiling_ratio = ceiling_ours / ceiling_raw
+        rows.append(
+            [f"{size:,} lines: CPU-bound ceiling, lines/s", f"{ceiling_ours:,.0f} ({ceiling_ratio:.2f} of raw)",
+             f"{ceiling_raw:,.0f}", f">= {GOAL_RATIO} of raw" if headline else "",
+             benchlib.met(ceiling_ratio >= GOAL_RATIO) if headline else ""]
+        )  # fmt: skip
+        results[size]["ceiling_ratio"] = ceiling_ratio
+        rows.append(
+            [f"{size:,} lines: reader RSS before -> peak", f"{ours['rss_before_kib'] / 1024:.0f} -> "
+             f"{ours['max_rss_kib'] / 1024:.0f} MiB", f"{raw['rss_before_kib'] / 1024:.0f} -> "
+             f"{raw['max_rss_kib'] / 1024:.0f} MiB", "", ""]
+        )  # fmt: skip
+    small, big = min(sizes), max(sizes)
+    growth = results[big]["ours"]["max_rss_kib"] - results[small]["ours"]["max_rss_kib"]
+    bounded = growth < 0.1 * results[small]["ours"]["max_rss_kib"]
+    rows.append(
+        [f"peak RSS {big:,} vs {small:,} lines", f"{growth / 1024:+.1f} MiB",
+         f"{(results[big]['raw']['max_rss_kib'] - results[small]['raw']['max_rss_kib']) / 1024:+.1f} MiB",
+         "bounded (does not grow with the log)", benchlib.met(bounded)]
+    )  # fmt: skip
+    notes = [
+        "each size: one job of `volcano-mpi` (1 worker) whose master writes `line 0` .. `line N-1` as fast as the "
+        "emulated kubelet can and then stays up; both readers start once the whole log is written (so they "
+        "measure reading, not the writer: the emulated master wrote "
+        + ", ".join(f"{s:,} lines at ~{results[s]['write_rate']:,.0f} lines/s" for s in sizes)
+        + ")",
+        "ours = a subprocess running `VolcanoWorkflowTrigger.run()` with its task log replaced by a counter; time from "
+        "`run()` start (includes its get, lists and watches) to the last line; raw = a subprocess reading "
+        "`CoreV1Api.read_namespaced_pod_log(follow=True, timestamps=True, _preload_content=False)` in 64 KiB chunks "
+        "and splitting lines; same kubeconfig (least-privilege identity), raw first, then ours",
+        "lost / repeated: every `line {i}` checked in order (a gap counts as lost, an index seen before as "
+        "repeated); peak RSS = VmHWM of the reader's process (Python + Airflow imports included)",
+        "reader CPU = user + system CPU time of the reader's process while reading (`time.process_time()`); "
+        "1 / (CPU per line) is what the reader could forward if the source were not the limit",
+        "both go through the API server's `pods/log` proxy to the sandbox's emulated kubelet (Python, in the "
+        "benchmark's parent process, one unbuffered TLS write per log line): when both readers are far from "
+        "CPU-bound, that source is what limits both rates",
+    ]
+    if results[largest]["ceiling_ratio"] < GOAL_RATIO:
+        per_line = results[largest]["ours"]["cpu_seconds"] / largest * 1e6
+        notes.append(
+            f"what limits ours on CPU: {per_line:.0f} us per line, of which `logs.parse_log_line` alone takes "
+            f"{parse_cost_us():.0f} us (measured here on 20,000 synthetic lines: one `datetime.strptime` per line); "
+            "the task log's real `log.info` (structlog) comes on top in a triggerer"
+        )
+    benchlib.report(
+        "Log throughput (master log -> task log)",
+        [f"command: `.venv/bin/python benchmarks/log_throughput.py{' --small' if args.small else ''}`"],
+        ["scenario", "ours (trigger)", "raw `pods/log` read", "goal", "met?"],
+        rows,
+        notes,
+    )
+
+
+def parse_cost_us(lines: int = 20000) -> float:
+    """CPU time of ``parse_log_line`` per line, on lines like the kubelet's."""
+    from airflow_provider_volcano_argo.logs import parse_log_line
+
+    raw = [f"2026-12-03T07:39:{i // 1000 % 60:02d}.{i:09d}Z line {i}".encode() for i in range(lines)]
+    started = time.process_time()
+    for line in raw:
+        parse_log_line(line)
+    return (time.process_time() - started) / lines * 1e6
+
+
+def argparse_hidden():
+    import argparse
+
+    return argparse.SUPPRESS
+
+
+if __name__ == "__main__":
+    main()
