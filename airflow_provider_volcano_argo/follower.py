@@ -80,6 +80,7 @@ class WorkflowFollower:
         self.jobs: dict[str, dict] = {}
         self.jobs_gone: set[str] = set()
         self.changed = asyncio.Event()
+        self._listed: set[str] = set()
         pod_labels = f"volcano.sh/task-spec={spec.log_task}"
         if spec.job_name:
             pod_labels += f",volcano.sh/job-name={spec.job_name}"
@@ -100,8 +101,13 @@ class WorkflowFollower:
         self._phases: dict[str, str] = {}
 
     # -- watch callbacks ---------------------------------------------------------------------------------
+    def _synced(self) -> bool:
+        """Every watcher has listed once (until then a missing Job or pod only means "not seen yet")."""
+        return {"workflow", "jobs"} <= self._listed and (self.logs.synced or not self.spec.stream_logs)
+
     async def _on_workflow(self, kind: str, obj: dict) -> None:
         if kind == "SYNCED":
+            self._listed.add("workflow")
             items = obj["items"]
             if items:
                 self.workflow = items[0]
@@ -118,6 +124,7 @@ class WorkflowFollower:
     async def _on_job(self, kind: str, obj: dict) -> None:
         items = obj["items"] if kind == "SYNCED" else [obj]
         if kind == "SYNCED":
+            self._listed.add("jobs")
             present = {j["metadata"]["name"] for j in items}
             self.jobs_gone |= {name for name in self.jobs if name not in present}
         for job in items:
@@ -218,6 +225,8 @@ class WorkflowFollower:
                         raise task.exception()  # type: ignore[misc]
                 self.logs.raise_failure()
                 self._report_progress()
+                if not self._synced():
+                    continue  # decide on a complete picture: a job that ended before we looked, and its log
                 outcome = decide(self.spec, self.workflow, self.workflow_gone, self.jobs, self.jobs_gone, time.time())
                 if outcome and outcome.reason == "unschedulable":
                     outcome.details = await self._unschedulable_reasons()
