@@ -158,7 +158,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 else:
                     pending = []
                 while True:
-                    for raw in pending or self._read_ready(log):
+                    batch = pending or self._read_ready(log)
+                    for raw in batch:
                         if not _select(raw, since_ns):
                             continue
                         out = raw if timestamps else raw.split(b" ", 1)[1]
@@ -169,6 +170,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                         sent += len(out)
                     pending = []
                     self.wfile.flush()
+                    if batch and not follow:
+                        continue  # the whole log as it is now, not one batch of it
                     if not follow:
                         return
                     with instance.cond:
