@@ -208,3 +208,89 @@ def test_r11_missing_template_says_how_to_install_it_and_creates_nothing(
     assert f"WorkflowTemplate 'volcano-mpi' not found in namespace '{mpi_namespace}'" in log
     assert f"volcano-argo install-templates --namespace {mpi_namespace}" in log and "nothing was created" in log
     assert left == 0
+
+
+# -- R12: log volume --------------------------------------------------------------------------------------
+LONG_LINES = [f"R12-long-{k}" + "x" * 65536 + "#end" for k in range(8)]
+
+
+def _probe(sandbox, namespace: str, job: str, count: int) -> dict:
+    """Submit a run whose master prints 8 lines of 64 KiB then ``count`` numbered 100-byte lines, and follow
+    it with the trigger in a process of its own."""
+    import json
+    import subprocess
+    import sys
+
+    from .helpers import submit_from_template
+
+    sandbox.kubelet.programs.script(
+        ScriptedProgram(lines=LONG_LINES, count=count, line_template="R12" + "p" * 88 + "-{i:07d}"),
+        namespace=namespace,
+        pod=f"{job}-mpimaster-*",
+        container="mpimaster",
+    )
+    wf = submit_from_template(sandbox.api, namespace, "volcano-mpi", {"job-name": job})
+    probe = subprocess.run(
+        [sys.executable, "-m", "tests.integration.trigger_probe", namespace, wf["metadata"]["name"], job],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert probe.returncode == 0, probe.stderr[-3000:]
+    return json.loads(probe.stdout.strip().splitlines()[-1])
+
+
+def test_r12_a_huge_log_arrives_complete_in_order_with_bounded_trigger_memory(sandbox, mpi_namespace, reliability):
+    small = _probe(sandbox, mpi_namespace, "r12-small", 2_000)
+    big = _probe(sandbox, mpi_namespace, "r12-big", 200_000)
+    sandbox.kubelet.programs.clear()
+    for workflow in sandbox.api.list("workflows", mpi_namespace)["items"]:
+        sandbox.api.delete("workflows", workflow["metadata"]["name"], mpi_namespace)
+    left, seconds = leftovers(sandbox, mpi_namespace)
+    growth = {name: run["rss_peak_kib"] - run["rss_before_kib"] for name, run in (("small", small), ("big", big))}
+    delivered = big["numbered_in_order"] + big["long_intact"]
+    reliability(
+        f"R12 200,000 lines + 8 x 64 KiB (trigger RSS growth {growth['big'] // 1024} MiB vs "
+        f"{growth['small'] // 1024} MiB for 2,000 lines)",
+        expected=200_000 + len(LONG_LINES),
+        delivered=delivered,
+        repeated=big["out_of_order"],
+        objects_left=left,
+        cleanup_seconds=seconds,
+    )
+    assert small["status"] == big["status"] == "success", (small, big)
+    assert (big["numbered_in_order"], big["long_intact"], big["out_of_order"]) == (200_000, len(LONG_LINES), 0)
+    # ~21 MB of log: the trigger's memory does not grow with it (a bounded buffer per stream)
+    assert growth["big"] - growth["small"] < 16 * 1024, growth
+    assert left == 0
+
+
+# -- R13: secrets -----------------------------------------------------------------------------------------
+def test_r13_no_token_or_kubeconfig_secret_in_any_task_log_or_error(
+    sandbox, mpi_namespace, caplog, capfd, reliability, request
+):
+    """Runs last (conftest): searches every log and failure report of the session, plus a Forbidden failure of
+    its own, for the sandbox's tokens in any form."""
+    import base64
+
+    from tests.dags.mpi_test_dags import mpi_hostile as plain
+
+    from .conftest import CAPTURED_TEXTS
+    from .helpers import CAPTURED_LOGS
+
+    sandbox.set_airflow_rules([], mpi_namespace)  # an API error whose text could carry credentials
+    states, _ = run_dag(plain, caplog, capfd, namespace=mpi_namespace)
+    assert states == {"mpi": "failed"}
+    tokens = [
+        sandbox.airflow_token,
+        sandbox.control_plane.admin_token,
+        sandbox.service_account_token(mpi_namespace, "argo"),
+    ]
+    needles = {t: "token" for t in tokens} | {base64.b64encode(t.encode()).decode(): "token (base64)" for t in tokens}
+    needles[sandbox.airflow_kubeconfig.read_text().strip()] = "kubeconfig"
+    texts = CAPTURED_LOGS + request.config.stash.get(CAPTURED_TEXTS, [])
+    found = sorted({what for text in texts for needle, what in needles.items() if needle in text})
+    megabytes = sum(len(text) for text in texts) / 1e6
+    reliability(f"R13 secrets in {len(texts)} captured logs/reports ({megabytes:.1f} MB): {found or 'none'}")
+    assert len(CAPTURED_LOGS) >= 1 and "Forbidden" in CAPTURED_LOGS[-1]
+    assert found == []

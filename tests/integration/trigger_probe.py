@@ -1,0 +1,60 @@
+"""Run ``VolcanoWorkflowTrigger`` in a process of its own (as a triggerer would) and report what it delivered.
+
+``python -m tests.integration.trigger_probe NAMESPACE WORKFLOW JOB`` prints one JSON object: the event status,
+how many log lines arrived, whether the numbered lines (``<tag>-<7 digits>``) came complete and in order, how
+many lines of 64 KiB or more arrived intact, and the process's RSS before the run and at its peak (KiB). The
+connection comes from ``AIRFLOW_CONN_KUBERNETES_DEFAULT``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import resource
+import sys
+
+
+def _rss_kib() -> int:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+
+
+def main(namespace: str, workflow: str, job: str) -> dict:
+    from airflow_provider_volcano_argo.follower import FollowSpec
+    from airflow_provider_volcano_argo.triggers.volcano_workflow import VolcanoWorkflowTrigger
+
+    numbered = re.compile(r"^[A-Za-z0-9]+-(\d{7})$")
+    seen = {"lines": 0, "next": 0, "out_of_order": 0, "long_intact": 0}
+
+    def emit(message: str, *args) -> None:
+        text = message % args if args else message
+        seen["lines"] += 1
+        match = numbered.match(text)
+        if match:
+            if int(match.group(1)) == seen["next"]:
+                seen["next"] += 1
+            else:
+                seen["out_of_order"] += 1
+        elif len(text) >= 65536 and text.endswith("#end") and set(text[10:-4]) == {"x"}:
+            seen["long_intact"] += 1
+
+    spec = FollowSpec(namespace=namespace, workflow_name=workflow, job_name=job)
+    trigger = VolcanoWorkflowTrigger(spec=spec.to_dict(), connection={"kubernetes_conn_id": "kubernetes_default"})
+    trigger.log.info = emit
+    before = _rss_kib()
+    event = asyncio.run(trigger.run().__anext__())
+    return {
+        "status": event.payload["status"],
+        "message": event.payload["message"],
+        "lines": seen["lines"],
+        "numbered_in_order": seen["next"],
+        "out_of_order": seen["out_of_order"],
+        "long_intact": seen["long_intact"],
+        "rss_before_kib": before,
+        "rss_peak_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(*sys.argv[1:4])))
