@@ -9,7 +9,10 @@ job at the same time.
 from __future__ import annotations
 
 import asyncio
+import json
 import random
+import subprocess
+import sys
 import time
 
 import benchlib  # noqa: I001  (sets AIRFLOW_HOME before Airflow is imported)
@@ -64,11 +67,25 @@ async def follow_with_trigger(spec: dict) -> tuple[float, str, int]:
     return time.time(), status, log.lines
 
 
+def late_child(spec: dict) -> None:
+    from airflow_provider_volcano_argo.triggers.volcano_workflow import VolcanoWorkflowTrigger  # noqa: F401
+
+    started = time.time()
+    finished, status, _ = asyncio.run(follow_with_trigger(spec))
+    print(json.dumps({"seconds": finished - started, "status": status}), flush=True)
+
+
 def main() -> None:
-    args = benchlib.arguments(
-        __doc__.split("\n\n")[0],
-        lambda p: p.add_argument("--runs", type=int, default=None, help="runs (default 50, --small 5)"),
-    )
+    def extra(parser):
+        import argparse
+
+        parser.add_argument("--runs", type=int, default=None, help="runs (default 50, --small 5)")
+        parser.add_argument("--late-child", default=None, help=argparse.SUPPRESS)
+
+    args = benchlib.arguments(__doc__.split("\n\n")[0], extra)
+    if args.late_child:
+        late_child(json.loads(args.late_child))
+        return
     runs = args.runs or (5 if args.small else 50)
     from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
 
@@ -128,12 +145,14 @@ def main() -> None:
                 return status.get("phase") in ("Succeeded", "Failed", "Error")
 
             await asyncio.to_thread(benchlib.wait_for, workflow_done, 120, f"Workflow {wf_name} done")
-            started = time.time()
-            t_ours, status, _ = await asyncio.wait_for(
-                follow_with_trigger(benchlib.follow_spec(ns, wf, name)), timeout=120
-            )
-            late_runs.append((t_ours - started, status))
-            say(f"late start {i + 1}: event after {t_ours - started:.3f} s, status {status}")
+            # a fresh process, as a restarted triggerer is: imports done, then the trigger runs
+            argv = [sys.executable, __file__, "--late-child", json.dumps(benchlib.follow_spec(ns, wf, name))]
+            done = await asyncio.to_thread(subprocess.run, argv, capture_output=True, text=True, timeout=300)
+            if done.returncode != 0:
+                raise RuntimeError(f"late-start child failed:\n{done.stderr[-2000:]}")
+            result = json.loads(done.stdout.strip().splitlines()[-1])
+            late_runs.append((result["seconds"], result["status"]))
+            say(f"late start {i + 1}: event after {result['seconds']:.3f} s, status {result['status']}")
             await asyncio.to_thread(sb.api.delete, "workflows", wf_name, ns, "Foreground")
 
         async def all_runs() -> None:
@@ -175,6 +194,10 @@ def main() -> None:
          f"median {percentile([t for t, _ in late_runs], 50):.3f} s to the event; {succeeded}/{len(late_runs)} "
          "report success", "-", "-", "success, at once", benchlib.met(succeeded == len(late_runs))]
     )  # fmt: skip
+    notes.append(
+        "late start: after the job and its Workflow have ended, a fresh process (as a restarted triggerer) imports "
+        "the trigger and runs it; time from `run()` to its event"
+    )
     notes += [f"late start: {status}" for _, status in late_runs if status != "success"][:1]
     notes += problems
     if not p50_ok:
