@@ -120,18 +120,32 @@ def read_raw(kubeconfig: str, namespace: str, pod: str, expected: int) -> dict:
 
 
 def reader_main(args) -> None:
-    if args.reader == "ours":
+    if args.reader == "ours" and args.profile:
+        import cProfile
+        import io
+        import pstats
+
+        profile = cProfile.Profile()
+        result = profile.runcall(read_ours, json.loads(args.spec), args.count)
+        out = io.StringIO()
+        pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(25)
+        say(out.getvalue())
+    elif args.reader == "ours":
         result = read_ours(json.loads(args.spec), args.count)
     else:
         result = read_raw(args.kubeconfig, args.namespace, args.pod, args.count)
     print(json.dumps(result), flush=True)
 
 
-def run_reader(kind: str, count: int, **options: str) -> dict:
+def run_reader(kind: str, count: int, profile: bool = False, **options: str) -> dict:
     argv = [sys.executable, __file__, "--reader", kind, "--count", str(count)]
     for key, value in options.items():
         argv += [f"--{key}", value]
+    if profile:
+        argv.append("--profile")
     done = subprocess.run(argv, capture_output=True, text=True, timeout=READER_TIMEOUT + 60)
+    if profile:
+        say(done.stderr)
     if done.returncode != 0:
         raise RuntimeError(f"{kind} reader failed ({done.returncode}):\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -172,6 +186,7 @@ def write_log(sb, ns: str, size: int) -> tuple[dict, dict, str, float]:
 def main() -> None:
     def extra(parser):
         parser.add_argument("--sizes", default=None, help="comma-separated line counts (default 50000,500000)")
+        parser.add_argument("--profile", action="store_true", help="cProfile our reader (its rate then means little)")
         parser.add_argument("--reader", choices=("ours", "raw"), help=argparse_hidden())
         parser.add_argument("--count", type=int, help=argparse_hidden())
         parser.add_argument("--spec", help=argparse_hidden())
@@ -193,7 +208,7 @@ def main() -> None:
             wf, spec, pod, write_rate = write_log(sb, ns, size)
             raw = run_reader("raw", size, kubeconfig=str(sb.airflow_kubeconfig), namespace=ns, pod=pod)
             say(f"raw:  {size / raw['seconds']:,.0f} lines/s, peak RSS {raw['max_rss_kib'] / 1024:.0f} MiB")
-            ours = run_reader("ours", size, spec=json.dumps(spec))
+            ours = run_reader("ours", size, args.profile, spec=json.dumps(spec))
             say(f"ours: {size / ours['seconds']:,.0f} lines/s, peak RSS {ours['max_rss_kib'] / 1024:.0f} MiB")
             results[size] = {"raw": raw, "ours": ours, "write_rate": write_rate}
             sb.api.delete("workflows", wf["metadata"]["name"], ns)
