@@ -15,6 +15,7 @@ import copy
 import json
 import logging
 import threading
+import time
 
 import yaml
 
@@ -27,6 +28,7 @@ from .rules import TemplateError, evaluate, input_scope, join_spec, node_id, pod
 log = logging.getLogger(__name__)
 DONE = ("Succeeded", "Failed", "Error")
 NODE_DONE = ("Succeeded", "Failed", "Error", "Skipped", "Omitted")
+DENIED_GRACE_SECONDS = 15.0
 
 
 def _api_message(exc: ApiException) -> str:
@@ -60,6 +62,8 @@ class WorkflowController(Controller):
         self.poll_seconds = 5.0 * time_scale
         self.created: dict[tuple[str, str], dict] = {}  # (workflow uid, node id) -> the resource step's object
         self.attempted: set[tuple[str, str]] = set()  # nodes whose create was sent (the reply may have been lost)
+        self.denied_since: dict[tuple[str, str], float] = {}  # nodes whose status read is being refused
+        self.finished: set[str] = set()  # uids of Workflows this controller has ended
         self.lock = threading.Lock()
 
     def start(self) -> None:
@@ -93,6 +97,9 @@ class WorkflowController(Controller):
         workflow = self.workflows.get(*key)
         if workflow is None or (workflow.get("status") or {}).get("phase") in DONE:
             return None
+        with self.lock:
+            if workflow["metadata"]["uid"] in self.finished:
+                return None  # the cache has not seen our final status yet: running it again would re-create
         if workflow["metadata"].get("deletionTimestamp"):
             return None
         try:
@@ -293,7 +300,14 @@ class WorkflowController(Controller):
             return self._end(node, "Succeeded")
         try:
             current = as_sa.request("GET", object_path(self.api, created))
+            with self.lock:
+                self.denied_since.pop(key, None)
         except ApiException as exc:
+            if exc.status in (401, 403) and self._still_transient(key):
+                # Kubernetes 1.20 serves before its RBAC caches have synced after a restart (later versions
+                # gate readiness on it): a refusal that clears within the grace is not the step's failure
+                run.requeue = True
+                return "Running"
             if exc.status == 404:
                 return self._end(
                     node,
@@ -309,6 +323,11 @@ class WorkflowController(Controller):
             return self._end(node, "Succeeded")
         run.requeue = True
         return "Running"
+
+    def _still_transient(self, key: tuple[str, str]) -> bool:
+        with self.lock:
+            first = self.denied_since.setdefault(key, time.monotonic())
+        return time.monotonic() - first < DENIED_GRACE_SECONDS
 
     def _earlier_attempt(self, run: _Run, key: tuple[str, str], action: str, manifest: dict) -> dict | None:
         """The object an earlier create for this node made when its reply was lost (a timeout under load):
@@ -468,9 +487,11 @@ class WorkflowController(Controller):
             status["message"] = message
         self._write(workflow, status, completed=True)
         with self.lock:
-            for key in [k for k in self.created if k[0] == workflow["metadata"]["uid"]]:
+            uid = workflow["metadata"]["uid"]
+            self.finished.add(uid)
+            for key in [k for k in self.created if k[0] == uid]:
                 self.created.pop(key)
-            self.attempted = {k for k in self.attempted if k[0] != workflow["metadata"]["uid"]}
+            self.attempted = {k for k in self.attempted if k[0] != uid}
 
     def _write(self, workflow: dict, status: dict, completed: bool = False) -> None:
         old = workflow.get("status") or {}
