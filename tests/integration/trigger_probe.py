@@ -2,8 +2,8 @@
 
 ``python -m tests.integration.trigger_probe NAMESPACE WORKFLOW JOB`` prints one JSON object: the event status,
 how many log lines arrived, whether the numbered lines (``<tag>-<7 digits>``) came complete and in order, how
-many lines of 64 KiB or more arrived intact, and the process's RSS before the run and at its peak (KiB). The
-connection comes from ``AIRFLOW_CONN_KUBERNETES_DEFAULT``.
+many lines of 64 KiB or more arrived intact, and the process's RSS at its first line (connected, all imported)
+and at its peak (KiB). The connection comes from ``AIRFLOW_CONN_KUBERNETES_DEFAULT``.
 """
 
 from __future__ import annotations
@@ -25,10 +25,12 @@ def main(namespace: str, workflow: str, job: str) -> dict:
     from airflow_provider_volcano_argo.triggers.volcano_workflow import VolcanoWorkflowTrigger
 
     numbered = re.compile(r"^[A-Za-z0-9]+-(\d{7})$")
-    seen = {"lines": 0, "next": 0, "out_of_order": 0, "long_intact": 0}
+    seen = {"lines": 0, "next": 0, "out_of_order": 0, "long_intact": 0, "rss_start": 0}
 
     def emit(message: str, *args) -> None:
         text = message % args if args else message
+        if not seen["lines"]:  # connected, everything imported: the baseline for growth
+            seen["rss_start"] = _rss_kib()
         seen["lines"] += 1
         match = numbered.match(text)
         if match:
@@ -42,7 +44,6 @@ def main(namespace: str, workflow: str, job: str) -> dict:
     spec = FollowSpec(namespace=namespace, workflow_name=workflow, job_name=job)
     trigger = VolcanoWorkflowTrigger(spec=spec.to_dict(), connection={"kubernetes_conn_id": "kubernetes_default"})
     trigger.log.info = emit
-    before = _rss_kib()
     event = asyncio.run(trigger.run().__anext__())
     return {
         "status": event.payload["status"],
@@ -51,7 +52,7 @@ def main(namespace: str, workflow: str, job: str) -> dict:
         "numbered_in_order": seen["next"],
         "out_of_order": seen["out_of_order"],
         "long_intact": seen["long_intact"],
-        "rss_before_kib": before,
+        "rss_before_kib": seen["rss_start"],
         "rss_peak_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
     }
 
