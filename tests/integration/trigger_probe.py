@@ -11,13 +11,12 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import resource
 import sys
 
 
-def _rss_kib() -> int:
+def _status_kib(field: str) -> int:
     with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+        return next(int(line.split()[1]) for line in status if line.startswith(f"{field}:"))
 
 
 def main(namespace: str, workflow: str, job: str) -> dict:
@@ -30,7 +29,7 @@ def main(namespace: str, workflow: str, job: str) -> dict:
     def emit(message: str, *args) -> None:
         text = message % args if args else message
         if not seen["lines"]:  # connected, everything imported: the baseline for growth
-            seen["rss_start"] = _rss_kib()
+            seen["rss_start"] = _status_kib("VmRSS")
         seen["lines"] += 1
         match = numbered.match(text)
         if match:
@@ -53,7 +52,8 @@ def main(namespace: str, workflow: str, job: str) -> dict:
         "out_of_order": seen["out_of_order"],
         "long_intact": seen["long_intact"],
         "rss_before_kib": seen["rss_start"],
-        "rss_peak_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        # VmHWM, not ru_maxrss: the latter keeps the parent's high-water mark across fork + exec
+        "rss_peak_kib": _status_kib("VmHWM"),
     }
 
 
