@@ -97,6 +97,7 @@ class WorkflowFollower:
             prefix_job_names=spec.prefix_job_names,
             on_change=self.changed.set,
         )
+        self.logs.paused = True  # until the saved cursors are known (first list of the Workflow)
         self.started = time.monotonic()
         self._last_save = time.monotonic()
         self._saved: str | None = None  # the cursors as last stored on the Workflow
@@ -110,8 +111,10 @@ class WorkflowFollower:
 
     async def _on_workflow(self, kind: str, obj: dict) -> None:
         if kind == "SYNCED":
-            self._listed.add("workflow")
             items = obj["items"]
+            if "workflow" not in self._listed:
+                self._listed.add("workflow")
+                self._resume_from(items[0] if items else None)
             if items:
                 self.workflow = items[0]
             elif self.workflow is not None:
@@ -170,15 +173,17 @@ class WorkflowFollower:
                     f"{job_change_line(name, job_phase(job), job_phase(job), job)} {elapsed // 60}m{elapsed % 60:02d}s"
                 )
 
-    async def load_cursors(self) -> None:
-        """Resume from the cursors the last follower saved on the Workflow (a restarted triggerer)."""
-        workflow = await self.hook.get_object(WORKFLOWS, self.spec.workflow_name, self.spec.namespace)
-        if workflow is None:
-            return
-        saved = (workflow["metadata"].get("annotations") or {}).get(CURSOR_ANNOTATION)
+    def _resume_from(self, workflow: dict | None) -> None:
+        """Take up the cursors the last follower saved on the Workflow (a restarted triggerer), then stream.
+
+        They come with the Workflow watch's first list, so resuming costs no request of its own."""
+        saved = ((workflow or {}).get("metadata", {}).get("annotations") or {}).get(CURSOR_ANNOTATION)
         if saved:
             with contextlib.suppress(ValueError, TypeError, AttributeError):
                 self.book.merge(CursorBook.from_dict(json.loads(saved)))
+        self.logs.paused = False
+        if self.spec.stream_logs:
+            self.logs.start_streams()
 
     async def save_cursors(self) -> None:
         """Store the cursors on the Workflow, so that a new follower repeats no line (unless nothing moved)."""
@@ -221,7 +226,6 @@ class WorkflowFollower:
         watch_tasks: list[asyncio.Task] = []
         outcome: FollowOutcome | None = None
         try:
-            await self.load_cursors()
             watch_tasks = [asyncio.create_task(w.run()) for w in self._watchers()]
             while outcome is None:
                 with contextlib.suppress(asyncio.TimeoutError):

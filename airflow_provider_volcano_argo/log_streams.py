@@ -164,6 +164,7 @@ class PodLogForwarder:
         self.streams: dict[str, tuple[asyncio.Task, InstanceStream]] = {}
         self.stream_jobs: dict[str, str] = {}
         self.synced = False  # the pods have been listed once: every instance that exists has a stream
+        self.paused = False
 
     def watcher(self) -> ObjectWatcher:
         return ObjectWatcher(self.hook, PODS, self.namespace, self._on_pod, label_selector=self.label_selector)
@@ -183,7 +184,10 @@ class PodLogForwarder:
         self.on_change()
 
     def start_streams(self) -> None:
-        """Start a stream for every instance that has started and is not streamed or done yet."""
+        """Start a stream for every instance that has started and is not streamed or done yet (not while
+        ``paused``: the owner is still loading the cursors of an earlier follower)."""
+        if self.paused:
+            return
         for pod, instance in log_instances(self.pods.values(), self.container, self.jobs()):
             key = instance.key
             if key in self.streams or key in self.book.done:

@@ -84,7 +84,11 @@ RULE_VERBS = [
     for resource in rule["resources"]
     for verb in rule["verbs"]
 ]
-SCENARIO_OF = {("batch.volcano.sh", "jobs", "get"): "sensor", ("scheduling.volcano.sh", "podgroups", "get"): "gang"}
+SCENARIO_OF = {
+    ("batch.volcano.sh", "jobs", "get"): "sensor",
+    ("scheduling.volcano.sh", "podgroups", "get"): "gang",
+    ("argoproj.io", "workflows", "get"): "reattach",  # the retry reads the Workflow its first try stored
+}
 
 
 def _without(group: str, resource: str, verb: str) -> list[dict]:
@@ -136,6 +140,8 @@ def test_r9_each_verb_of_the_role_is_needed_and_named_when_missing(
         states, log = run_dag(sensors.test_job_sensor_poke, caplog, capfd, namespace=mpi_namespace, name="outside")
     elif scenario == "gang":
         states, log = run_dag(mpi.mpi_unschedulable, caplog, capfd, namespace=mpi_namespace)
+    elif scenario == "reattach":
+        states, log = run_dag(mpi.mpi_reattach, caplog, capfd, namespace=mpi_namespace)
     else:  # a run longer than the 15 s a 403 may last (RBAC propagation) before it is final
         sandbox.kubelet.programs.script(
             ScriptedProgram(lines=["R9 run"], duration=20), namespace=mpi_namespace, container="mpimaster"
