@@ -17,6 +17,8 @@ from collections import Counter
 import benchlib  # noqa: I001  (sets AIRFLOW_HOME before Airflow is imported)
 from benchlib import JOB_TERMINAL, job_phase, say
 
+from airflow_provider_volcano_argo.follower import CURSOR_SAVE_SECONDS
+
 GOAL_PER_MINUTE = 2.0
 KINDS = ("watch", "list", "get", "patch", "log", "other")
 LINE_EVERY_SECONDS = 5.0
@@ -197,8 +199,8 @@ def main() -> None:
     notes.append(
         f"ours without log: {len(early)} requests in the first 15 s ("
         + ", ".join(f"{k} {sum(r['kind'] == k for r in early)}" for k in KINDS if any(r["kind"] == k for r in early))
-        + f"), {len(patches)} PATCH of the Workflow's log-cursor annotation (every "
-        "`follower.CURSOR_SAVE_SECONDS` = 30 s, and one at the end)"
+        + f"), {len(patches)} PATCH of the Workflow's log-cursor annotation (at most every "
+        f"`follower.CURSOR_SAVE_SECONDS` = {CURSOR_SAVE_SECONDS:g} s when they moved, and one at the end)"
     )
     if len(logs) > 1:
         notes.append(
