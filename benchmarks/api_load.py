@@ -24,19 +24,6 @@ KINDS = ("watch", "list", "get", "patch", "log", "other")
 LINE_EVERY_SECONDS = 5.0
 
 
-class CountingLog:
-    def __init__(self):
-        self.lines = 0
-
-    def info(self, msg, *args, **kwargs):
-        self.lines += 1
-
-    def warning(self, msg, *args, **kwargs):
-        say("trigger warning:", msg % args if args else msg)
-
-    debug = error = exception = critical = warning
-
-
 async def poll_until_terminal(conn_id: str, ns: str, name: str, interval: float) -> float:
     """A KubernetesJobTrigger-style loop with the same async hook: get the job every ``interval`` seconds."""
     from airflow_provider_volcano_argo.hooks.volcano_argo import VOLCANO_JOBS, AsyncVolcanoArgoHook
@@ -52,7 +39,7 @@ async def follow_with_trigger(spec: dict) -> tuple[float, dict, int]:
     from airflow_provider_volcano_argo.triggers.volcano_workflow import VolcanoWorkflowTrigger
 
     trigger = VolcanoWorkflowTrigger(spec=spec, connection={"kubernetes_conn_id": "kubernetes_default"})
-    trigger._log = log = CountingLog()
+    trigger._log = log = benchlib.QuietLog()
     event = await trigger.run().__anext__()
     return time.time(), event.payload, log.lines
 

@@ -22,21 +22,6 @@ GOAL_P50 = 0.2
 LATE_RUNS = 3
 
 
-class QuietLog:
-    """Stands in for the trigger's logger (the task log): counts lines, prints nothing."""
-
-    def __init__(self):
-        self.lines = 0
-
-    def info(self, msg, *args, **kwargs):
-        self.lines += 1
-
-    def warning(self, msg, *args, **kwargs):
-        benchlib.say("trigger warning:", msg % args if args else msg)
-
-    debug = error = exception = critical = warning
-
-
 async def poll_until_terminal(ns: str, name: str, interval: float, offset: float) -> tuple[float, str, int]:
     """A KubernetesJobTrigger-style loop: get the object, sleep ``interval``, until its phase is terminal.
 
@@ -60,7 +45,7 @@ async def follow_with_trigger(spec: dict) -> tuple[float, str, int]:
     from airflow_provider_volcano_argo.triggers.volcano_workflow import VolcanoWorkflowTrigger
 
     trigger = VolcanoWorkflowTrigger(spec=spec, connection={"kubernetes_conn_id": "kubernetes_default"})
-    trigger._log = log = QuietLog()
+    trigger._log = log = benchlib.QuietLog()
     event = await trigger.run().__anext__()
     payload = event.payload
     status = payload["status"] if payload["status"] == "success" else f"{payload['status']}: {payload['message']}"
