@@ -42,6 +42,7 @@ PODGROUPS = ApiResource("scheduling.volcano.sh", "v1beta1", "podgroups")
 PODS = ApiResource("", "v1", "pods")
 
 LOG_CHUNK_BYTES = 64 * 1024
+FOLLOW_TIMEOUT = (30, 300)
 
 
 def log_query(container: str, since_time: str | None, follow: bool, tail_lines: int | None) -> list[tuple[str, Any]]:
@@ -275,7 +276,13 @@ class AsyncVolcanoArgoHook(AsyncKubernetesHook):
                     yield json.loads(line)
 
     async def stream_chunks(
-        self, path: str, query: list, verb: str, resource: str, namespace: str | None, timeout: float | None
+        self,
+        path: str,
+        query: list,
+        verb: str,
+        resource: str,
+        namespace: str | None,
+        timeout: float | tuple[float, float] | None,
     ) -> AsyncIterator[bytes]:
         """GET ``path`` and yield the body in chunks of at most 64 KiB as it arrives."""
         async with self.get_conn() as conn:
@@ -305,7 +312,10 @@ class AsyncVolcanoArgoHook(AsyncKubernetesHook):
         """The container's log with timestamps, chunk by chunk (bounded), from ``since_time``."""
         path = f"/api/v1/namespaces/{namespace}/pods/{pod}/log"
         query = log_query(container, since_time, follow, None)
-        async for chunk in self.stream_chunks(path, query, "get", "pods/log", namespace, None if follow else 120):
+        # (connect, read-idle) for a follow: no total limit (cncf-kubernetes turns None into a 60 s total, which
+        # cut every follow read once a minute), but a silent or half-open stream is re-opened after 5 minutes
+        timeout = FOLLOW_TIMEOUT if follow else 120
+        async for chunk in self.stream_chunks(path, query, "get", "pods/log", namespace, timeout):
             yield chunk
 
     async def patch_object(self, res: ApiResource, name: str, patch: dict, namespace: str) -> dict:
