@@ -40,6 +40,28 @@ if str(REPO) not in sys.path:
 JOB_TERMINAL = ("Completed", "Failed", "Terminated", "Aborted")
 
 
+def _product_version() -> str:
+    """The checkout's commit when the benchmark started, and whether the provider's code had local changes."""
+    import subprocess
+
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO), "status", "--porcelain", "--", "airflow_provider_volcano_argo"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return f"{head}{' + uncommitted changes in airflow_provider_volcano_argo/' if dirty else ''}" or "unknown"
+
+
+PRODUCT_VERSION = _product_version()
+
+
 # ---------------------------------------------------------------------------------------------------- CLI
 def arguments(description: str, extra=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
@@ -270,7 +292,7 @@ def machine_line() -> str:
     return (
         f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()} "
         f"{platform.release()}, {datetime.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %Z')}, "
-        f"load average {load[0]:.2f}/{load[1]:.2f}/{load[2]:.2f}"
+        f"load average {load[0]:.2f}/{load[1]:.2f}/{load[2]:.2f}; provider at commit {PRODUCT_VERSION} (at start)"
     )
 
 
