@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from kubernetes_asyncio import client as async_client
 from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiException
 
 from airflow_provider_volcano_argo.errors import KubernetesApiError, explain_api_error
+from airflow_provider_volcano_argo.hooks.shared_client import SHARED_API_CLIENTS
 
 
 @dataclass(frozen=True)
@@ -175,7 +177,17 @@ class VolcanoArgoHook(KubernetesHook):
 
 
 class AsyncVolcanoArgoHook(AsyncKubernetesHook):
-    """The asynchronous side, used by triggers: get, watch (resuming from resourceVersion), stream logs."""
+    """The asynchronous side, used by triggers: get, watch (resuming from resourceVersion), stream logs.
+
+    Every call leases the process's shared API client for the connection's settings (``hooks/shared_client.py``)
+    instead of building a client per call as ``AsyncKubernetesHook.get_conn()`` does.
+    """
+
+    @contextlib.asynccontextmanager
+    async def get_conn(self) -> AsyncIterator[async_client.ApiClient]:
+        await self._load_config()
+        async with SHARED_API_CLIENTS.lease(self.client_configuration) as client:
+            yield client
 
     async def _call(self, verb: str, resource: str, namespace: str | None, coro):
         try:
@@ -209,10 +221,26 @@ class AsyncVolcanoArgoHook(AsyncKubernetesHook):
         return None
 
     async def list_objects(
-        self, res: ApiResource, namespace: str, field_selector: str | None = None, label_selector: str | None = None
+        self,
+        res: ApiResource,
+        namespace: str,
+        field_selector: str | None = None,
+        label_selector: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
     ) -> dict:
-        """The raw list (``items`` and ``metadata.resourceVersion``) of custom or core objects."""
-        query = [(k, v) for k, v in (("fieldSelector", field_selector), ("labelSelector", label_selector)) if v]
+        """The raw list (``items`` and ``metadata.resourceVersion``, ``metadata.continue`` for the next page
+        when ``limit`` cut it) of custom or core objects."""
+        query = [
+            (k, v)
+            for k, v in (
+                ("fieldSelector", field_selector),
+                ("labelSelector", label_selector),
+                ("limit", str(limit) if limit else None),
+                ("continue", continue_token),
+            )
+            if v
+        ]
         async with self.get_conn() as conn:
             response = await self._raw(
                 "list",
