@@ -36,7 +36,7 @@ from airflow_provider_volcano_argo.log_streams import (
     PodLogForwarder,
 )
 from airflow_provider_volcano_argo.progress import job_change_line, job_phase, job_result, workflow_change_line
-from airflow_provider_volcano_argo.watchers import ObjectWatcher
+from airflow_provider_volcano_argo.shared_watches import SharedObjectWatcher
 
 #: A triggerer that stops cleanly saves the cursors as it goes; the periodic save only bounds what a crashed one
 #: repeats, so it is rare (each save is an API request, benchmarks/api_load.py).
@@ -208,14 +208,14 @@ class WorkflowFollower:
         return reasons
 
     # -- main loop ---------------------------------------------------------------------------------------
-    def _watchers(self) -> list[ObjectWatcher]:
+    def _watchers(self) -> list[SharedObjectWatcher]:
         ns = self.spec.namespace
         job_selector = f"metadata.name={self.spec.job_name}" if self.spec.job_name else None
         watchers = [
-            ObjectWatcher(
+            SharedObjectWatcher(
                 self.hook, WORKFLOWS, ns, self._on_workflow, field_selector=f"metadata.name={self.spec.workflow_name}"
             ),
-            ObjectWatcher(self.hook, VOLCANO_JOBS, ns, self._on_job, field_selector=job_selector),
+            SharedObjectWatcher(self.hook, VOLCANO_JOBS, ns, self._on_job, field_selector=job_selector),
         ]
         if self.spec.stream_logs:
             watchers.append(self.logs.watcher())
@@ -248,6 +248,7 @@ class WorkflowFollower:
         finally:
             for task in watch_tasks:
                 task.cancel()
+            await asyncio.gather(*watch_tasks, return_exceptions=True)  # their connections are closed
             if outcome is None:  # cancelled (triggerer restart): stop streaming, keep the place for the next one
                 self.logs.cancel()
                 await asyncio.shield(self.save_cursors())

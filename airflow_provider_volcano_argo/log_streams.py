@@ -18,7 +18,8 @@ from airflow_provider_volcano_argo.errors import KubernetesApiError
 from airflow_provider_volcano_argo.follower_rules import instance_finished, log_instances
 from airflow_provider_volcano_argo.hooks.volcano_argo import PODS, AsyncVolcanoArgoHook
 from airflow_provider_volcano_argo.logs import LineSplitter, LogCursor, parse_log_line
-from airflow_provider_volcano_argo.watchers import FORBIDDEN_GRACE_SECONDS, ObjectWatcher
+from airflow_provider_volcano_argo.shared_watches import SharedObjectWatcher
+from airflow_provider_volcano_argo.watchers import FORBIDDEN_GRACE_SECONDS
 
 log = logging.getLogger(__name__)
 
@@ -166,8 +167,8 @@ class PodLogForwarder:
         self.synced = False  # the pods have been listed once: every instance that exists has a stream
         self.paused = False
 
-    def watcher(self) -> ObjectWatcher:
-        return ObjectWatcher(self.hook, PODS, self.namespace, self._on_pod, label_selector=self.label_selector)
+    def watcher(self) -> SharedObjectWatcher:
+        return SharedObjectWatcher(self.hook, PODS, self.namespace, self._on_pod, label_selector=self.label_selector)
 
     async def _on_pod(self, kind: str, obj: dict) -> None:
         items = obj["items"] if kind == "SYNCED" else [obj]
@@ -214,6 +215,7 @@ class PodLogForwarder:
         if tasks:
             await asyncio.wait(tasks, timeout=timeout)
         self.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)  # their connections are closed
 
     def raise_failure(self) -> None:
         """Re-raise what ended a stream abnormally (e.g. a lasting 403 on ``pods/log``), so the run fails."""

@@ -18,6 +18,9 @@ log = logging.getLogger(__name__)
 #: How long a 401/403 may last before it is taken as final (RBAC propagation, API server restarts).
 FORBIDDEN_GRACE_SECONDS = 15.0
 
+#: Objects per list request (client-go's pager default).
+LIST_PAGE_SIZE = 500
+
 #: A watcher reports (event type, object) for ADDED / MODIFIED / DELETED, and after each (re)list
 #: ("SYNCED", {"items": [...]}): the complete current set, so that deletions missed while disconnected show.
 Update = tuple[str, dict]
@@ -44,6 +47,7 @@ class ObjectWatcher:
     field_selector: str | None = None
     label_selector: str | None = None
     watch_timeout_seconds: int = 300
+    transform: Callable[[dict], dict] | None = None  # applied to listed objects page by page
     stats: WatchStats = field(default_factory=WatchStats)
 
     async def run(self) -> None:
@@ -100,9 +104,26 @@ class ObjectWatcher:
         await asyncio.sleep(seconds)
 
     async def _relist(self) -> str:
-        self.stats.lists += 1
-        listing = await self.hook.list_objects(
-            self.resource, self.namespace, field_selector=self.field_selector, label_selector=self.label_selector
-        )
-        await self.on_update("SYNCED", {"items": listing.get("items", [])})
-        return listing["metadata"]["resourceVersion"]
+        """List in pages (as client-go's pager does), each page through ``transform`` before the next is read,
+        so a namespace with thousands of objects never sits in memory whole; the first page's version is the
+        snapshot's."""
+        items: list[dict] = []
+        version: str | None = None
+        token: str | None = None
+        while True:
+            self.stats.lists += 1
+            page = await self.hook.list_objects(
+                self.resource,
+                self.namespace,
+                field_selector=self.field_selector,
+                label_selector=self.label_selector,
+                limit=LIST_PAGE_SIZE,
+                continue_token=token,
+            )
+            version = version or page["metadata"]["resourceVersion"]
+            items.extend(self.transform(obj) if self.transform else obj for obj in page.get("items", []))
+            token = page["metadata"].get("continue")
+            if not token:
+                break
+        await self.on_update("SYNCED", {"items": items})
+        return version

@@ -18,7 +18,7 @@ from airflow_provider_volcano_argo.log_streams import (
     CursorBook,
     PodLogForwarder,
 )
-from airflow_provider_volcano_argo.watchers import ObjectWatcher
+from airflow_provider_volcano_argo.shared_watches import SharedObjectWatcher
 
 KINDS = {"volcano_job": VOLCANO_JOBS, "workflow": WORKFLOWS}
 
@@ -104,7 +104,7 @@ class ObjectPhaseTrigger(BaseTrigger):
             state["seen"] = state["seen"] or bool(state["exists"])
             changed.set()
 
-        watcher = ObjectWatcher(
+        watcher = SharedObjectWatcher(
             hook, KINDS[self.kind], self.namespace, on_update, field_selector=f"metadata.name={self.name}"
         )
         watchers = [watcher]

@@ -19,8 +19,9 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def submitted(sandbox, sandbox_namespace, monkeypatch):
-    """A running MPI Workflow from the shipped template, and the Airflow connection (least privilege)."""
+def submitted(sandbox, sandbox_namespace, monkeypatch, request):
+    """A running MPI Workflow from the shipped template, and the Airflow connection (least privilege); its
+    master prints 40 lines at 10 per second unless the test asks for another pace (indirect parameter)."""
     ns = sandbox_namespace
     body = templates.workflow_template()
     body["metadata"]["namespace"] = ns
@@ -30,7 +31,9 @@ def submitted(sandbox, sandbox_namespace, monkeypatch):
     monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", sandbox.airflow_connection())
     lines = [f"step {i}" for i in range(40)]
     sandbox.kubelet.programs.script(
-        ScriptedProgram(lines=lines, rate=10, duration=4), namespace=ns, container="mpimaster"
+        ScriptedProgram(lines=lines, **getattr(request, "param", {"rate": 10, "duration": 4})),
+        namespace=ns,
+        container="mpimaster",
     )
     wf = submit_from_template(sandbox.api, ns, "volcano-mpi", {"job-name": "traced"})
     yield ns, wf
@@ -136,3 +139,46 @@ def test_api_server_restart_mid_run_loses_and_repeats_nothing(sandbox, submitted
     assert result["event"].payload["status"] == "success", result["event"].payload
     steps = [line for line in shown if line.startswith("step ")]
     assert steps == [f"step {i}" for i in range(40)]
+
+
+@pytest.mark.parametrize("submitted", [{"rate": 2, "duration": 20}], indirect=True)
+def test_followers_in_one_triggerer_share_watches_and_api_client(sandbox, submitted):
+    """Two deferred runs in one event loop: one watch per resource and one API client between them, and each
+    still gets exactly its own job's outcome and log."""
+    from airflow_provider_volcano_argo.hooks.shared_client import SHARED_API_CLIENTS
+    from airflow_provider_volcano_argo.shared_watches import shared_watches
+
+    ns, wf = submitted
+    second = submit_from_template(sandbox.api, ns, "volcano-mpi", {"job-name": "traced-2"})
+    shown: dict[str, list[str]] = {"traced": [], "traced-2": []}
+    seen: dict[str, object] = {}
+
+    async def scenario():
+        triggers = []
+        for job, workflow in (("traced", wf), ("traced-2", second)):
+            spec = FollowSpec(namespace=ns, workflow_name=workflow["metadata"]["name"], job_name=job)
+            trigger = VolcanoWorkflowTrigger(
+                spec=spec.to_dict(), connection={"kubernetes_conn_id": "kubernetes_default"}
+            )
+            trigger.log.info = lambda msg, *args, job=job: shown[job].append(msg % args if args else msg)
+            triggers.append(trigger)
+        tasks = [asyncio.create_task(t.run().__anext__()) for t in triggers]
+        while not all(any(line.startswith("step ") for line in lines) for lines in shown.values()):
+            await asyncio.sleep(0.1)
+        watches = shared_watches()
+        seen["watches"] = sorted(key[1].plural for key in watches)
+        seen["subscribers"] = sorted(len(w.subscribers) for w in watches.values())
+        seen["clients"] = SHARED_API_CLIENTS.open_clients()
+        events = await asyncio.gather(*tasks)
+        seen["after"] = (len(shared_watches()), SHARED_API_CLIENTS.open_clients())  # followers close what they open
+        return events
+
+    events = asyncio.run(scenario())
+    assert seen["watches"] == ["jobs", "pods", "workflows"]
+    assert seen["subscribers"] == [2, 2, 2]
+    assert seen["clients"] == 1
+    assert seen["after"] == (0, 0)
+    for event, job in zip(events, ("traced", "traced-2"), strict=True):
+        assert event.payload["status"] == "success", event.payload
+        assert [j["name"] for j in event.payload["jobs"]] == [job]
+        assert [line for line in shown[job] if line.startswith("step ")] == [f"step {i}" for i in range(40)]
