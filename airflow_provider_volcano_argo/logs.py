@@ -11,6 +11,7 @@ container writes a new log whose timestamps may repeat the old one's.
 from __future__ import annotations
 
 import datetime
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -32,8 +33,14 @@ def parse_timestamp(stamp: str) -> int:
     whole, _, fraction = stamp[:-1].partition(".")
     if fraction and not fraction.isdigit():
         raise ValueError(f"bad fraction in {stamp!r}")
+    return _epoch_seconds(whole) * 1_000_000_000 + int((fraction or "0").ljust(9, "0")[:9])
+
+
+@functools.lru_cache(maxsize=64)
+def _epoch_seconds(whole: str) -> int:
+    # a fast log has thousands of lines per second: strptime once per second, not once per line
     seconds = datetime.datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc)
-    return int((seconds - _EPOCH).total_seconds()) * 1_000_000_000 + int((fraction or "0").ljust(9, "0")[:9])
+    return int((seconds - _EPOCH).total_seconds())
 
 
 def format_timestamp(timestamp_ns: int, with_fraction: bool = True) -> str:
