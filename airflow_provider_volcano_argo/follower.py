@@ -55,6 +55,7 @@ class FollowSpec:
     log_task: str = "mpimaster"
     log_container: str | None = None
     stream_logs: bool = True
+    log_poll_interval: float | None = None  # None: follow the log; else read it every so many seconds
     prefix_job_names: bool = False
     schedule_timeout: float | None = None
     deadline: float | None = None  # epoch seconds (execution_timeout of the task)
@@ -96,6 +97,7 @@ class WorkflowFollower:
             emit=emit,
             prefix_job_names=spec.prefix_job_names,
             on_change=self.changed.set,
+            poll_interval=spec.log_poll_interval,
         )
         self.logs.paused = True  # until the saved cursors are known (first list of the Workflow)
         self.started = time.monotonic()

@@ -83,6 +83,7 @@ class InstanceStream:
     is_finished: Callable[[], bool]
     prefix: str = ""
     header: str | None = None
+    poll_interval: float | None = None  # read every so often instead of holding a follow stream
     tail: deque = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
     lines_emitted: int = 0
 
@@ -99,7 +100,7 @@ class InstanceStream:
         while True:
             finished_before = self.is_finished()
             try:
-                await self._read(cursor, follow=not finished_before)
+                await self._read(cursor, follow=not finished_before and not self.poll_interval)
                 backoff = 0.2
             except KubernetesApiError as exc:
                 if exc.status == 404:  # pod deleted: what was streamed is all there is
@@ -120,7 +121,15 @@ class InstanceStream:
                 break  # a complete read of an ended instance: nothing more can come
             if self.is_finished():
                 continue  # the follow stream ended with the container: one more read catches the tail
+            if self.poll_interval:
+                await self._wait_for_end(self.poll_interval)
         self.book.done.add(self.key)
+
+    async def _wait_for_end(self, seconds: float) -> None:
+        """Sleep ``seconds``, but notice within a second that the instance ended (its last read is due)."""
+        deadline = time.monotonic() + seconds
+        while not self.is_finished() and time.monotonic() < deadline:
+            await asyncio.sleep(min(1.0, max(deadline - time.monotonic(), 0.0)))
 
     async def _read(self, cursor: LogCursor, follow: bool) -> None:
         splitter = LineSplitter(MAX_LINE_BYTES)
@@ -156,10 +165,11 @@ class PodLogForwarder:
         emit: Callable[[str], None],
         prefix_job_names: bool = False,
         on_change: Callable[[], None] | None = None,
+        poll_interval: float | None = None,
     ):
         self.hook, self.namespace, self.label_selector = hook, namespace, label_selector
         self.container, self.jobs, self.book, self.emit = container, jobs, book, emit
-        self.prefix_job_names = prefix_job_names
+        self.prefix_job_names, self.poll_interval = prefix_job_names, poll_interval
         self.on_change = on_change or (lambda: None)
         self.pods: dict[str, dict] = {}
         self.streams: dict[str, tuple[asyncio.Task, InstanceStream]] = {}
@@ -205,6 +215,7 @@ class PodLogForwarder:
                 is_finished=lambda k=key: instance_finished(self.pods.values(), k),
                 prefix=f"[{job}] " if self.prefix_job_names else "",
                 header=instance.header(job, self.prefix_job_names),
+                poll_interval=self.poll_interval,
             )
             self.streams[key] = (asyncio.create_task(stream.run()), stream)
             self.stream_jobs[key] = job

@@ -15,7 +15,8 @@ from airflow_provider_volcano_argo.hooks.volcano_argo import ApiResource, AsyncV
 
 log = logging.getLogger(__name__)
 
-#: How long a 401/403 may last before it is taken as final (RBAC propagation, API server restarts).
+#: How long a 401/403, or a 404 of a type listed before, may last before it is final (RBAC propagation,
+#: API server restarts).
 FORBIDDEN_GRACE_SECONDS = 15.0
 
 #: Objects per list request (client-go's pager default).
@@ -55,10 +56,12 @@ class ObjectWatcher:
         version: str | None = None
         backoff = 0.2
         denied_since: float | None = None
+        listed = False
         while True:
             try:
                 if version is None:
                     version = await self._relist()
+                    listed = True
                 async for event in self.hook.watch_objects(
                     self.resource,
                     self.namespace,
@@ -78,11 +81,12 @@ class ObjectWatcher:
                     self.stats.relists_after_gone += 1
                     version = None
                     continue
-                if exc.status == 404:
-                    raise
-                if exc.status in (401, 403):
-                    # RBAC changes reach the authorizer's cache a moment later, and a restarting API server
-                    # refuses until its caches sync: give up only when the refusal persists
+                if exc.status == 404 and not listed:
+                    raise  # the resource type is not served (CRD missing): say so at once
+                if exc.status in (401, 403, 404):
+                    # RBAC changes reach the authorizer's cache a moment later, a restarting API server
+                    # refuses until its caches sync and serves custom resources only once their CRDs are
+                    # registered again (404): give up only when the refusal persists
                     denied_since = denied_since or time.monotonic()
                     if time.monotonic() - denied_since > FORBIDDEN_GRACE_SECONDS:
                         raise

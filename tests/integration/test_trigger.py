@@ -182,3 +182,26 @@ def test_followers_in_one_triggerer_share_watches_and_api_client(sandbox, submit
         assert event.payload["status"] == "success", event.payload
         assert [j["name"] for j in event.payload["jobs"]] == [job]
         assert [line for line in shown[job] if line.startswith("step ")] == [f"step {i}" for i in range(40)]
+
+
+def test_log_poll_interval_reads_without_holding_a_stream_and_loses_or_repeats_nothing(sandbox, submitted, monkeypatch):
+    """``log_poll_interval``: no follow read, every line once, the tail read after the container ended."""
+    from airflow_provider_volcano_argo.hooks.volcano_argo import AsyncVolcanoArgoHook
+
+    ns, wf = submitted
+    follows: list[bool] = []
+    real_stream_log = AsyncVolcanoArgoHook.stream_log
+
+    def recording_stream_log(self, pod, container, namespace, since_time, follow):
+        follows.append(follow)  # a spy: the real API server answers every read
+        return real_stream_log(self, pod, container, namespace, since_time, follow)
+
+    monkeypatch.setattr(AsyncVolcanoArgoHook, "stream_log", recording_stream_log)
+    spec = FollowSpec(namespace=ns, workflow_name=wf["metadata"]["name"], job_name="traced", log_poll_interval=1.5)
+    trigger = VolcanoWorkflowTrigger(spec=spec.to_dict(), connection={"kubernetes_conn_id": "kubernetes_default"})
+    shown: list[str] = []
+    trigger.log.info = lambda msg, *args: shown.append(msg % args if args else msg)
+    event = asyncio.run(trigger.run().__anext__())
+    assert event.payload["status"] == "success", event.payload
+    assert [line for line in shown if line.startswith("step ")] == [f"step {i}" for i in range(40)]
+    assert len(follows) >= 2 and not any(follows)  # several reads over the job's 4 s, none of them a follow

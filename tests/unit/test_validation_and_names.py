@@ -97,3 +97,11 @@ def test_names_are_valid_and_stable(dag_id, task_id, run_id, map_index, try_numb
 def test_label_values_keep_readable_values_and_hash_others():
     assert safe_label_value("manual__2026-12-02T19:00:00+00:00") != safe_label_value("manual__2026-12-02T19:00:00")
     assert safe_label_value("etl_nightly") == "etl_nightly"
+
+
+@pytest.mark.parametrize("interval", [0, -5])
+def test_log_poll_interval_must_be_positive(interval):
+    from airflow_provider_volcano_argo.operators.volcano_mpi import VolcanoMPIJobOperator
+
+    with pytest.raises(ValueError, match="log_poll_interval"):
+        VolcanoMPIJobOperator(task_id="t", log_poll_interval=interval)
