@@ -81,3 +81,32 @@ def test_subscribers_share_one_paged_list_and_watch_and_see_only_their_objects(s
     assert ("ADDED", ["j2-mpimaster-1"]) in seen["j2"]
     for job, updates in seen.items():  # other changes (status) may come too, but only of the job's own master
         assert all(name.startswith(f"{job}-mpimaster-") for _, names in updates for name in names), updates
+
+
+def test_a_resource_type_the_server_does_not_serve_fails_every_subscriber_at_once(
+    sandbox, sandbox_namespace, monkeypatch
+):
+    """A missing CRD is final at the first list (the 404 grace is only for types listed before)."""
+    from airflow_provider_volcano_argo.errors import KubernetesApiError
+    from airflow_provider_volcano_argo.hooks.volcano_argo import ApiResource
+
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_KUBERNETES_DEFAULT", sandbox.environment(admin=True)["AIRFLOW_CONN_KUBERNETES_DEFAULT"]
+    )
+    widgets = ApiResource("example.com", "v1", "widgets")
+
+    async def ignore(kind: str, obj: dict) -> None:
+        return None
+
+    async def scenario():
+        hook = AsyncVolcanoArgoHook(conn_id="kubernetes_default")
+        runs = [
+            SharedObjectWatcher(hook, widgets, sandbox_namespace, ignore, field_selector=f"metadata.name=w{i}").run()
+            for i in range(2)
+        ]
+        # bounded by the grace: waiting it out would mean the 404 was taken for a passing one
+        return await asyncio.wait_for(asyncio.gather(*runs, return_exceptions=True), watchers.FORBIDDEN_GRACE_SECONDS)
+
+    errors = asyncio.run(scenario())
+    assert [type(e) for e in errors] == [KubernetesApiError, KubernetesApiError]
+    assert all(e.status == 404 and "widgets.example.com" in str(e) for e in errors), errors
