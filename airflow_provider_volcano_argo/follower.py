@@ -29,12 +29,7 @@ from airflow_provider_volcano_argo.hooks.volcano_argo import (
     WORKFLOWS,
     AsyncVolcanoArgoHook,
 )
-from airflow_provider_volcano_argo.log_streams import (
-    DELETED_DRAIN_SECONDS,
-    DRAIN_SECONDS,
-    CursorBook,
-    PodLogForwarder,
-)
+from airflow_provider_volcano_argo.log_streams import CursorBook, PodLogForwarder
 from airflow_provider_volcano_argo.progress import job_change_line, job_phase, job_result, workflow_change_line
 from airflow_provider_volcano_argo.shared_watches import SharedObjectWatcher
 
@@ -255,7 +250,7 @@ class WorkflowFollower:
                 self.logs.cancel()
                 await asyncio.shield(self.save_cursors())
         self._report_progress()
-        await self.logs.drain(DELETED_DRAIN_SECONDS if outcome.reason == "deleted" else DRAIN_SECONDS)
+        await self.logs.drain(deleted=outcome.reason == "deleted")
         try:
             self.logs.raise_failure()
         except KubernetesApiError as exc:  # the job's outcome stands, but a log asked for is missing

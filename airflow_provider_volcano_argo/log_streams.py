@@ -25,8 +25,9 @@ log = logging.getLogger(__name__)
 
 MAX_LINE_BYTES = 1024 * 1024
 TAIL_LINES = 20
-#: How long to finish reading logs once the outcome is known; short when the objects were deleted from outside
-#: (their pods may take a whole grace period to die, and the task should fail at once).
+#: Once the outcome is known, logs are read on until no line arrived for this long; when the objects were
+#: deleted from outside, for this long in all (their pods may take a whole grace period to die, and the task
+#: should fail at once).
 DRAIN_SECONDS = 30.0
 DELETED_DRAIN_SECONDS = 2.0
 
@@ -220,11 +221,20 @@ class PodLogForwarder:
             self.streams[key] = (asyncio.create_task(stream.run()), stream)
             self.stream_jobs[key] = job
 
-    async def drain(self, timeout: float) -> None:
-        """Let the streams read up to the end of their instances for at most ``timeout`` seconds."""
+    async def drain(self, deleted: bool = False) -> None:
+        """Let the streams read up to the end of their instances while they make progress: stop when no line
+        arrived for ``DRAIN_SECONDS`` (a long backlog is read to its end, a stalled stream cannot hold the
+        outcome back), or after ``DELETED_DRAIN_SECONDS`` in all when the objects were ``deleted``."""
         tasks = [task for task, _ in self.streams.values() if not task.done()]
-        if tasks:
-            await asyncio.wait(tasks, timeout=timeout)
+        idle = DELETED_DRAIN_SECONDS if deleted else DRAIN_SECONDS
+        deadline = time.monotonic() + idle if deleted else None
+        pending = set(tasks)
+        while pending:
+            before = self.lines_emitted
+            wait = idle if deadline is None else deadline - time.monotonic()
+            _, pending = await asyncio.wait(pending, timeout=max(wait, 0.0))
+            if self.lines_emitted == before or (deadline is not None and time.monotonic() >= deadline):
+                break
         self.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)  # their connections are closed
 

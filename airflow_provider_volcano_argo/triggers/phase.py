@@ -12,12 +12,7 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_provider_volcano_argo.errors import KubernetesApiError
 from airflow_provider_volcano_argo.hooks.volcano_argo import VOLCANO_JOBS, WORKFLOWS, AsyncVolcanoArgoHook
-from airflow_provider_volcano_argo.log_streams import (
-    DELETED_DRAIN_SECONDS,
-    DRAIN_SECONDS,
-    CursorBook,
-    PodLogForwarder,
-)
+from airflow_provider_volcano_argo.log_streams import CursorBook, PodLogForwarder
 from airflow_provider_volcano_argo.shared_watches import SharedObjectWatcher
 
 KINDS = {"volcano_job": VOLCANO_JOBS, "workflow": WORKFLOWS}
@@ -156,7 +151,7 @@ class ObjectPhaseTrigger(BaseTrigger):
                 logs.cancel()
         if logs is not None:
             # the last lines of an instance that just ended
-            await logs.drain(DELETED_DRAIN_SECONDS if result == "deleted" else DRAIN_SECONDS)
+            await logs.drain(deleted=result == "deleted")
         yield TriggerEvent(
             {
                 "status": result,

@@ -170,16 +170,18 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                         sent += len(out)
                     pending = []
                     self.wfile.flush()
-                    if batch and not follow:
-                        continue  # the whole log as it is now, not one batch of it
                     if not follow:
+                        if batch:
+                            continue  # the whole log as it is now, not one batch of it
                         return
-                    with instance.cond:
-                        if instance.done and log.tell() >= instance.path.stat().st_size:
+                    with instance.cond:  # writes are whole lines under this lock
+                        if log.tell() < instance.path.stat().st_size:
+                            continue  # the kubelet reads on to EOF and only then waits for more
+                        if instance.done:
                             return
                         instance.cond.wait(0.5)
-        except (BrokenPipeError, ConnectionResetError, FileNotFoundError):
-            return
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError, FileNotFoundError):
+            return  # the client went away
 
     @staticmethod
     def _read_ready(log) -> list[bytes]:
