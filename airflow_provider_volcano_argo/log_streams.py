@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import time
 from collections import deque
 from collections.abc import Callable
@@ -98,6 +99,10 @@ class InstanceStream:
         cursor = self.book.cursor(self.key)
         backoff = 0.2
         denied_since: float | None = None
+        if self.poll_interval:
+            # a random part of the interval first: runs deferred (or resumed by a restarted triggerer) together
+            # then read at different times, through a few pooled connections instead of one each at once
+            await self._wait_for_end(self.poll_interval * random.random())
         while True:
             finished_before = self.is_finished()
             try:
