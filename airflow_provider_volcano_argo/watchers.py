@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -21,6 +22,17 @@ FORBIDDEN_GRACE_SECONDS = 15.0
 
 #: Objects per list request (client-go's pager default).
 LIST_PAGE_SIZE = 500
+
+#: Each watch asks the server to end it after a random time in [1, 2) x this, as client-go's reflector does
+#: (``minWatchTimeout``, k8s.io/client-go/tools/cache/reflector.go): watches of many clients do not all
+#: re-open at once, and a run of a few minutes mostly needs no second watch.
+MIN_WATCH_TIMEOUT_SECONDS = 300
+
+
+def watch_timeout_seconds(minimum: int = MIN_WATCH_TIMEOUT_SECONDS) -> int:
+    """The ``timeoutSeconds`` of the next watch request: random in ``[minimum, 2 * minimum)``."""
+    return int(minimum * (random.random() + 1.0))
+
 
 #: A watcher reports (event type, object) for ADDED / MODIFIED / DELETED, and after each (re)list
 #: ("SYNCED", {"items": [...]}): the complete current set, so that deletions missed while disconnected show.
@@ -47,7 +59,7 @@ class ObjectWatcher:
     on_update: Callable[[str, dict], Awaitable[None]]
     field_selector: str | None = None
     label_selector: str | None = None
-    watch_timeout_seconds: int = 300
+    watch_timeout_seconds: int | None = None  # None: client-go's random 5-10 min
     transform: Callable[[dict], dict] | None = None  # applied to listed objects page by page
     stats: WatchStats = field(default_factory=WatchStats)
 
@@ -68,7 +80,7 @@ class ObjectWatcher:
                     version,
                     field_selector=self.field_selector,
                     label_selector=self.label_selector,
-                    timeout_seconds=self.watch_timeout_seconds,
+                    timeout_seconds=self.watch_timeout_seconds or watch_timeout_seconds(),
                 ):
                     obj = event["object"]
                     version = obj.get("metadata", {}).get("resourceVersion", version)

@@ -81,3 +81,12 @@ def test_slim_drops_what_followers_do_not_read_and_leaves_the_original_alone():
         "status": {"state": {"phase": "Running"}},
     }
     assert slim("jobs", job) == job  # progress lines read the job's spec (replicas, minAvailable)
+
+
+def test_watch_timeouts_are_spread_over_five_to_ten_minutes_like_client_go():
+    from airflow_provider_volcano_argo.watchers import watch_timeout_seconds
+
+    samples = [watch_timeout_seconds() for _ in range(2000)]
+    assert all(300 <= s < 600 for s in samples)
+    assert min(samples) < 330 and max(samples) > 570  # spread, not one fixed value
+    assert all(10 <= watch_timeout_seconds(10) < 20 for _ in range(100))
