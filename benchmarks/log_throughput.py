@@ -358,8 +358,8 @@ def main() -> None:
         per_line = results[largest]["ours"]["cpu_seconds"] / max(results[largest]["ours"]["lines"], 1) * 1e6
         notes.append(
             f"what limits ours on CPU: {per_line:.0f} us per line, of which `logs.parse_log_line` alone takes "
-            f"{parse_cost_us():.0f} us (measured here on 20,000 synthetic lines; one `datetime.strptime` per second of log); "
-            "the task log's real `log.info` (structlog) comes on top in a triggerer"
+            f"{parse_cost_us():.0f} us (measured here on 20,000 synthetic lines; one `datetime.strptime` per second "
+            "of log); the task log's real `log.info` (structlog) comes on top in a triggerer"
         )
     benchlib.report(
         "Log throughput (master log -> task log)",
