@@ -7,6 +7,7 @@ The emulated controllers work on unstructured objects (plain dicts), as upstream
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -62,6 +63,23 @@ RESOURCES = {
     "workflowtaskresults": Resource("argoproj.io", "v1alpha1", "workflowtaskresults"),
 }
 
+#: client-go's rest client retries a 429 or 5xx that carries Retry-After up to 10 times (``maxRetries`` in
+#: ``k8s.io/client-go/rest/request.go``); e.g. a pod created in a namespace whose ``default`` service account
+#: has no token yet gets 500 ServerTimeout with ``Retry-After: 1``.
+MAX_RETRY_AFTER_RETRIES = 10
+
+
+def retry_after_seconds(exc: ApiException) -> float | None:
+    """Seconds to wait before retrying, as client-go's ``checkWait``: only for 429/5xx with ``Retry-After``."""
+    if not (exc.status == 429 or (exc.status or 0) >= 500):
+        return None
+    value = (exc.headers or {}).get("Retry-After")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
 _PATCH_TYPES = {
     "merge": "application/merge-patch+json",
     "strategic": "application/strategic-merge-patch+json",
@@ -108,17 +126,25 @@ class KubeApi:
     ) -> Any:
         """Send one request; returns parsed JSON, or the raw response when ``stream``."""
         params = [(k, str(v).lower() if isinstance(v, bool) else v) for k, v in (query or {}).items() if v is not None]
-        response = self.api_client.call_api(
-            path,
-            method,
-            query_params=params,
-            header_params={"Content-Type": content_type, "Accept": "application/json"},
-            body=body,
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _return_http_data_only=True,
-            _request_timeout=timeout,
-        )
+        for attempt in range(MAX_RETRY_AFTER_RETRIES + 1):
+            try:
+                response = self.api_client.call_api(
+                    path,
+                    method,
+                    query_params=params,
+                    header_params={"Content-Type": content_type, "Accept": "application/json"},
+                    body=body,
+                    auth_settings=["BearerToken"],
+                    _preload_content=False,
+                    _return_http_data_only=True,
+                    _request_timeout=timeout,
+                )
+                break
+            except ApiException as exc:
+                wait = retry_after_seconds(exc)
+                if wait is None or attempt == MAX_RETRY_AFTER_RETRIES:
+                    raise
+                time.sleep(wait)
         if stream:
             return response
         data = response.data
