@@ -264,8 +264,9 @@ def apply_crds(api: KubeApi, crds: list[dict], timeout: float = 60) -> None:
     for crd in crds:
         name = crd["metadata"]["name"]
         while True:
-            status = api.request("GET", f"{path}/{name}").get("status", {})
-            if any(c["type"] == "Established" and c["status"] == "True" for c in status.get("conditions", [])):
+            # a CRD just created or replaced may carry "status": {"conditions": null} until the controller sets it
+            conditions = (api.request("GET", f"{path}/{name}").get("status") or {}).get("conditions") or []
+            if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
                 break
             if time.monotonic() > deadline:
                 raise TimeoutError(f"CRD {name} not Established after {timeout:.0f} s")
