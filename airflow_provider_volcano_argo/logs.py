@@ -14,14 +14,15 @@ import datetime
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
-@dataclass(frozen=True)
-class LogLine:
+class LogLine(NamedTuple):
     """One log line: its timestamp in nanoseconds since the epoch, and its text."""
 
+    # a tuple, not a frozen dataclass: one is made per log line, and a tuple is made in a third of the time
     timestamp_ns: int
     text: str
 
@@ -123,17 +124,29 @@ class LineSplitter:
         self.max_line_bytes = max_line_bytes
         self._partial = bytearray()
         self._overflow = False
+        self._cut_marker = b" [line cut at %d bytes]" % max_line_bytes
 
-    def feed(self, chunk: bytes) -> Iterator[bytes]:
-        start = 0
-        while True:
-            end = chunk.find(b"\n", start)
-            if end < 0:
-                break
-            self._append(chunk[start:end])
-            yield self._take()
-            start = end + 1
-        self._append(chunk[start:])
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """The lines ``chunk`` ends, without their newline; the rest of it is held for the next chunk."""
+        # bytes.split does the per-line work in C: a fast log has tens of thousands of lines per second
+        lines = chunk.split(b"\n")
+        rest = lines.pop()
+        if lines:
+            first = None
+            if self._partial or self._overflow:
+                self._append(lines[0])
+                first = self._take()
+            if len(chunk) > self.max_line_bytes:  # only then can a line that starts and ends in it be too long
+                lines = [self._cut(line) for line in lines]
+            if first is not None:
+                lines[0] = first
+        self._append(rest)
+        return lines
+
+    def _cut(self, line: bytes) -> bytes:
+        if len(line) <= self.max_line_bytes:
+            return line
+        return line[: self.max_line_bytes] + self._cut_marker
 
     def _append(self, data: bytes) -> None:
         room = self.max_line_bytes - len(self._partial)
@@ -145,7 +158,7 @@ class LineSplitter:
     def _take(self) -> bytes:
         line = bytes(self._partial)
         if self._overflow:
-            line += b" [line cut at %d bytes]" % self.max_line_bytes
+            line += self._cut_marker
         self._partial.clear()
         self._overflow = False
         return line

@@ -69,3 +69,12 @@ def test_splitter_bounded_and_whole_lines():
     big = LineSplitter()  # 64 KiB lines pass whole
     line = b"y" * 65536
     assert list(big.feed(line[:1000])) == [] and list(big.feed(line[1000:] + b"\n")) == [line]
+
+
+def test_splitter_cuts_a_long_line_inside_one_chunk_and_one_completing_a_partial_line_once():
+    splitter = LineSplitter(max_line_bytes=100)
+    cut = b" [line cut at 100 bytes]"
+    assert splitter.feed(b"a\n" + b"z" * 150 + b"\nb\n" + b"w" * 60) == [b"a", b"z" * 100 + cut, b"b"]
+    # a chunk longer than the limit that completes a held line: the held part counts towards the limit
+    assert splitter.feed(b"w" * 60 + b"\nc\n" + b"e" * 50) == [b"w" * 100 + cut, b"c"]
+    assert splitter.feed(b"d") == [] and list(splitter.flush()) == [b"e" * 50 + b"d"]
