@@ -231,15 +231,16 @@ class PodLogForwarder:
         arrived for ``DRAIN_SECONDS`` (a long backlog is read to its end, a stalled stream cannot hold the
         outcome back), or after ``DELETED_DRAIN_SECONDS`` in all when the objects were ``deleted``."""
         tasks = [task for task, _ in self.streams.values() if not task.done()]
-        idle = DELETED_DRAIN_SECONDS if deleted else DRAIN_SECONDS
-        deadline = time.monotonic() + idle if deleted else None
-        pending = set(tasks)
-        while pending:
-            before = self.lines_emitted
-            wait = idle if deadline is None else deadline - time.monotonic()
-            _, pending = await asyncio.wait(pending, timeout=max(wait, 0.0))
-            if self.lines_emitted == before or (deadline is not None and time.monotonic() >= deadline):
-                break
+        if deleted:
+            if tasks:
+                await asyncio.wait(tasks, timeout=DELETED_DRAIN_SECONDS)
+        else:
+            pending = set(tasks)
+            while pending:
+                before = self.lines_emitted
+                _, pending = await asyncio.wait(pending, timeout=DRAIN_SECONDS)
+                if self.lines_emitted == before:
+                    break
         self.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)  # their connections are closed
 
