@@ -90,8 +90,9 @@ _PATCH_TYPES = {
 class KubeApi:
     """A thin dict-in, dict-out client; one per identity (admin, or a service account through impersonation)."""
 
-    def __init__(self, api_client: client.ApiClient):
+    def __init__(self, api_client: client.ApiClient, headers: dict[str, str] | None = None):
         self.api_client = api_client
+        self.headers = headers or {}  # sent with every request (impersonation)
 
     @classmethod
     def from_kubeconfig(cls, path: str) -> KubeApi:
@@ -102,14 +103,16 @@ class KubeApi:
         return cls(client.ApiClient(configuration))
 
     def impersonating(self, user: str, groups: list[str]) -> KubeApi:
-        """The same server, acting as ``user`` (as Argo's executor acts as the workflow's service account)."""
-        impersonated = client.ApiClient(self.api_client.configuration)
-        impersonated.default_headers["Impersonate-User"] = user
+        """The same server, acting as ``user`` (as Argo's executor acts as the workflow's service account).
+
+        Shares this client's connection pool: a client per identity made every emulated ``kubectl`` call a new
+        TLS handshake, which at hundreds of pods was most of the sandbox's CPU."""
+        headers = {**self.headers, "Impersonate-User": user}
         # ApiClient sends one value per header name; the server splits Impersonate-Group only across headers,
         # so impersonate the service account's first group and rely on user-level bindings (what RBAC binds).
         if groups:
-            impersonated.default_headers["Impersonate-Group"] = groups[0]
-        return KubeApi(impersonated)
+            headers["Impersonate-Group"] = groups[0]
+        return KubeApi(self.api_client, headers)
 
     def close(self) -> None:
         self.api_client.close()
@@ -132,7 +135,7 @@ class KubeApi:
                     path,
                     method,
                     query_params=params,
-                    header_params={"Content-Type": content_type, "Accept": "application/json"},
+                    header_params={"Content-Type": content_type, "Accept": "application/json", **self.headers},
                     body=body,
                     auth_settings=["BearerToken"],
                     _preload_content=False,

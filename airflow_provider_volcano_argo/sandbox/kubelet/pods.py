@@ -53,6 +53,9 @@ class PodRunner:
         self.start_time = now_rfc3339()
         self.initialized = not self.init
         self.dirty = False  # a status write failed (API server restarting): the kubelet retries it
+        # the pod's own thread sleeps until a container starts or ends (no polling: a node may hold 1,000 pods)
+        self.changed = threading.Event()
+        self.containers_running = 0
         self.thread = threading.Thread(target=self._run, name=f"pod-{pod['metadata']['name']}", daemon=True)
 
     @property
@@ -69,6 +72,7 @@ class PodRunner:
             for run in self.init + self.main:
                 if run.context:
                     run.context.stopped.set()
+        self.changed.set()
 
     def fail_container(self, name: str, exit_code: int) -> bool:
         with self.lock:
@@ -91,6 +95,7 @@ class PodRunner:
             run.started_at = time.monotonic()
             run.state = {"running": {"startedAt": now_rfc3339()}}
             run.ready = "readinessProbe" not in run.spec
+        self.changed.set()  # its readiness probe is now due at a known time
         self.report()
         started = now_rfc3339()
         try:
@@ -118,6 +123,14 @@ class PodRunner:
         return not self.stop.is_set() and (policy == "Always" or (policy == "OnFailure" and code != 0))
 
     def _container_loop(self, run: ContainerRun) -> None:
+        try:
+            self._restarting(run)
+        finally:
+            with self.lock:
+                self.containers_running -= 1
+            self.changed.set()
+
+    def _restarting(self, run: ContainerRun) -> None:
         backoff = BACKOFF_START
         while not self.stop.is_set():
             code = self._execute(run)
@@ -158,12 +171,17 @@ class PodRunner:
         with self.lock:
             self.phase = "Running"
         threads = [threading.Thread(target=self._container_loop, args=(r,), daemon=True) for r in self.main]
+        self.containers_running = len(threads)
         for thread in threads:
             thread.start()
         deadline = self.pod["spec"].get("activeDeadlineSeconds")
-        begun = time.monotonic()
-        while any(t.is_alive() for t in threads):
-            if deadline is not None and time.monotonic() - begun > float(deadline):
+        deadline_at = time.monotonic() + float(deadline) if deadline is not None else None
+        while True:
+            self.changed.clear()  # before looking: a container ending after this point wakes the wait below
+            with self.lock:
+                if self.containers_running == 0:
+                    break
+            if deadline_at is not None and time.monotonic() > deadline_at:
                 self.reason, self.message = (
                     "DeadlineExceeded",
                     "Pod was active on the node longer than the specified deadline",
@@ -174,11 +192,22 @@ class PodRunner:
                 self._end("Failed")
                 return
             self._probe()
-            time.sleep(0.05)
+            due = [t for t in (deadline_at, self._next_probe()) if t is not None]
+            self.changed.wait(max(min(due) - time.monotonic(), 0.01) if due else None)
         if self.stop.is_set():
             return
         codes = [r.state.get("terminated", {}).get("exitCode", 1) for r in self.main]
         self._end("Succeeded" if all(c == 0 for c in codes) else "Failed")
+
+    def _next_probe(self) -> float | None:
+        """When the next readiness probe turns a running container ready (monotonic), if any is pending."""
+        with self.lock:
+            due = [
+                run.started_at + float(run.spec["readinessProbe"].get("initialDelaySeconds", 0)) * self.time_scale
+                for run in self.main
+                if run.spec.get("readinessProbe") and "running" in run.state and not run.ready
+            ]
+        return min(due) if due else None
 
     def _probe(self) -> None:
         changed = False
