@@ -5,6 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_provider_volcano_argo import __version__
+from airflow_provider_volcano_argo.followed_logs import (
+    DEFAULT_MAX_FOLLOWED_LOGS,
+    DEFAULT_OVERFLOW_POLL_SECONDS,
+    SECTION,
+)
 
 _PKG = "airflow_provider_volcano_argo"
 
@@ -36,4 +41,27 @@ def get_provider_info() -> dict[str, Any]:
             {"integration-name": "Volcano (Argo Workflows)", "python-modules": [f"{_PKG}.triggers.volcano_workflow"]}
         ],
         "extra-links": [f"{_PKG}.links.argo.ArgoWorkflowLink"],
+        "config": {
+            SECTION: {
+                "description": "Log streaming of deferred Volcano MPI runs in the triggerer.",
+                "options": {
+                    "max_followed_logs": {
+                        "description": "How many logs one triggerer follows at once (each holds a connection "
+                        "and about 300 KiB); the others are read every overflow_log_poll_interval seconds until "
+                        "a followed one ends. 0: no limit.",
+                        "version_added": "0.1.0",
+                        "type": "integer",
+                        "example": None,
+                        "default": str(DEFAULT_MAX_FOLLOWED_LOGS),
+                    },
+                    "overflow_log_poll_interval": {
+                        "description": "Seconds between two reads of a log beyond max_followed_logs.",
+                        "version_added": "0.1.0",
+                        "type": "float",
+                        "example": None,
+                        "default": str(DEFAULT_OVERFLOW_POLL_SECONDS),
+                    },
+                },
+            }
+        },
     }

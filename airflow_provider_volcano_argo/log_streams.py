@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from airflow_provider_volcano_argo.errors import KubernetesApiError
+from airflow_provider_volcano_argo.followed_logs import FollowedLogSlots, followed_log_slots
 from airflow_provider_volcano_argo.follower_rules import instance_finished, log_instances
 from airflow_provider_volcano_argo.hooks.volcano_argo import PODS, AsyncVolcanoArgoHook
 from airflow_provider_volcano_argo.logs import LineSplitter, LogCursor, parse_log_line
@@ -86,8 +87,10 @@ class InstanceStream:
     prefix: str = ""
     header: str | None = None
     poll_interval: float | None = None  # read every so often instead of holding a follow stream
+    slots: FollowedLogSlots | None = None  # the triggerer's limit on followed logs (default: the running loop's)
     tail: deque = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
     lines_emitted: int = 0
+    overflowed: bool = False  # told the task log once that this log is read every few seconds
 
     async def run(self) -> None:
         """Stream until the instance ended (or its pod is gone), reconnecting from the cursor as needed."""
@@ -97,6 +100,7 @@ class InstanceStream:
             self.emit(self.header)
             self.book.headers.add(self.key)
         cursor = self.book.cursor(self.key)
+        slots = self.slots or followed_log_slots()
         backoff = 0.2
         denied_since: float | None = None
         if self.poll_interval:
@@ -105,8 +109,15 @@ class InstanceStream:
             await self._wait_for_end(self.poll_interval * random.random())
         while True:
             finished_before = self.is_finished()
+            follow = not finished_before and not self.poll_interval and slots.try_acquire()
+            if not (follow or finished_before or self.poll_interval or self.overflowed):
+                # beyond the limit: say so once, and read first at a random point of the interval (runs deferred
+                # together would otherwise each open a connection at the same moment)
+                self._tell_overflow(slots)
+                await self._wait_for_end(slots.overflow_poll_interval * random.random())
+                continue
             try:
-                await self._read(cursor, follow=not finished_before and not self.poll_interval)
+                await self._read(cursor, follow=follow)
                 backoff = 0.2
             except KubernetesApiError as exc:
                 if exc.status == 404:  # pod deleted: what was streamed is all there is
@@ -123,13 +134,25 @@ class InstanceStream:
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
                 continue
+            finally:
+                if follow:
+                    slots.release()
             if finished_before:
                 break  # a complete read of an ended instance: nothing more can come
             if self.is_finished():
                 continue  # the follow stream ended with the container: one more read catches the tail
             if self.poll_interval:
                 await self._wait_for_end(self.poll_interval)
+            elif not follow:  # jittered, so that the overflowing logs stay spread over the interval
+                await self._wait_for_end(slots.overflow_poll_interval * random.uniform(0.5, 1.5))
         self.book.done.add(self.key)
+
+    def _tell_overflow(self, slots: FollowedLogSlots) -> None:
+        self.overflowed = True
+        self.emit(
+            f"{slots.limit} logs are followed in this triggerer already ([volcano_argo] max_followed_logs): "
+            f"reading the log of {self.pod} every {slots.overflow_poll_interval:g} s until one of them ends"
+        )
 
     async def _wait_for_end(self, seconds: float) -> None:
         """Sleep ``seconds``, but notice within a second that the instance ended (its last read is due)."""

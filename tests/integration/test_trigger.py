@@ -47,6 +47,17 @@ def _trigger(ns: str, wf: dict) -> VolcanoWorkflowTrigger:
     return VolcanoWorkflowTrigger(spec=spec.to_dict(), connection={"kubernetes_conn_id": "kubernetes_default"})
 
 
+def _logging_triggers(ns: str, workflows: dict[str, dict], shown: dict[str, list[str]]) -> list:
+    """A trigger per job name, each writing its task log into ``shown[job]``."""
+    triggers = []
+    for job, workflow in workflows.items():
+        spec = FollowSpec(namespace=ns, workflow_name=workflow["metadata"]["name"], job_name=job)
+        trigger = VolcanoWorkflowTrigger(spec=spec.to_dict(), connection={"kubernetes_conn_id": "kubernetes_default"})
+        trigger.log.info = lambda msg, *args, job=job: shown[job].append(msg % args if args else msg)
+        triggers.append(trigger)
+    return triggers
+
+
 def _rebuild(trigger: VolcanoWorkflowTrigger) -> VolcanoWorkflowTrigger:
     classpath, kwargs = trigger.serialize()
     module, name = classpath.rsplit(".", 1)
@@ -154,14 +165,7 @@ def test_followers_in_one_triggerer_share_watches_and_api_client(sandbox, submit
     seen: dict[str, object] = {}
 
     async def scenario():
-        triggers = []
-        for job, workflow in (("traced", wf), ("traced-2", second)):
-            spec = FollowSpec(namespace=ns, workflow_name=workflow["metadata"]["name"], job_name=job)
-            trigger = VolcanoWorkflowTrigger(
-                spec=spec.to_dict(), connection={"kubernetes_conn_id": "kubernetes_default"}
-            )
-            trigger.log.info = lambda msg, *args, job=job: shown[job].append(msg % args if args else msg)
-            triggers.append(trigger)
+        triggers = _logging_triggers(ns, {"traced": wf, "traced-2": second}, shown)
         tasks = [asyncio.create_task(t.run().__anext__()) for t in triggers]
         while not all(any(line.startswith("step ") for line in lines) for lines in shown.values()):
             await asyncio.sleep(0.1)
@@ -205,3 +209,45 @@ def test_log_poll_interval_reads_without_holding_a_stream_and_loses_or_repeats_n
     assert event.payload["status"] == "success", event.payload
     assert [line for line in shown if line.startswith("step ")] == [f"step {i}" for i in range(40)]
     assert len(follows) >= 2 and not any(follows)  # several reads over the job's 4 s, none of them a follow
+
+
+def test_logs_beyond_max_followed_logs_are_read_every_interval_and_lose_or_repeat_nothing(
+    sandbox, submitted, monkeypatch
+):
+    """Two deferred runs in one triggerer limited to one followed log: never two follow reads at once; the
+    other log is read every interval (and says so once in its task log); both logs are complete, each line once."""
+    from airflow_provider_volcano_argo.hooks.volcano_argo import AsyncVolcanoArgoHook
+
+    ns, wf = submitted
+    monkeypatch.setenv("AIRFLOW__VOLCANO_ARGO__MAX_FOLLOWED_LOGS", "1")
+    monkeypatch.setenv("AIRFLOW__VOLCANO_ARGO__OVERFLOW_LOG_POLL_INTERVAL", "1")
+    second = submit_from_template(sandbox.api, ns, "volcano-mpi", {"job-name": "traced-2"})
+    reads: list[tuple[str, bool]] = []
+    following = {"now": 0, "peak": 0}
+    real_stream_log = AsyncVolcanoArgoHook.stream_log
+
+    async def recording_stream_log(self, pod, container, namespace, since_time, follow):
+        reads.append((pod, follow))  # a spy: the real API server answers every read
+        following["now"] += follow
+        following["peak"] = max(following["peak"], following["now"])
+        try:
+            async for chunk in real_stream_log(self, pod, container, namespace, since_time, follow):
+                yield chunk
+        finally:
+            following["now"] -= follow
+
+    monkeypatch.setattr(AsyncVolcanoArgoHook, "stream_log", recording_stream_log)
+    shown: dict[str, list[str]] = {"traced": [], "traced-2": []}
+
+    async def scenario():
+        triggers = _logging_triggers(ns, {"traced": wf, "traced-2": second}, shown)
+        return await asyncio.gather(*(t.run().__anext__() for t in triggers))
+
+    events = asyncio.run(scenario())
+    for event, job in zip(events, ("traced", "traced-2"), strict=True):
+        assert event.payload["status"] == "success", event.payload
+        assert [line for line in shown[job] if line.startswith("step ")] == [f"step {i}" for i in range(40)]
+    notices = {job: [line for line in lines if "max_followed_logs" in line] for job, lines in shown.items()}
+    assert sorted(len(n) for n in notices.values()) == [0, 1], notices  # one run waited for the slot, once
+    assert following["peak"] == 1
+    assert any(follow for _, follow in reads) and any(not follow for _, follow in reads)
