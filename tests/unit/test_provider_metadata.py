@@ -56,3 +56,18 @@ def test_airflow_role_is_least_privilege():
     assert rules[(("argoproj.io",), ("workflowtemplates",))] == {"get"}
     assert all("secrets" not in resources for _, resources in rules)
     assert all("*" not in verbs for verbs in rules.values())
+
+
+def test_airflow_knows_the_providers_configuration_and_its_defaults():
+    from airflow.configuration import conf
+
+    from airflow_provider_volcano_argo import followed_logs
+
+    options = get_provider_info()["config"][followed_logs.SECTION]["options"]
+    assert set(options) == {"max_followed_logs", "overflow_log_poll_interval"}
+    # no fallback: Airflow read these defaults from the provider's metadata (as `airflow config list` shows them)
+    assert conf.getint(followed_logs.SECTION, "max_followed_logs") == followed_logs.DEFAULT_MAX_FOLLOWED_LOGS
+    assert (
+        conf.getfloat(followed_logs.SECTION, "overflow_log_poll_interval")
+        == followed_logs.DEFAULT_OVERFLOW_POLL_SECONDS
+    )
