@@ -127,7 +127,7 @@ class Sandbox:
         )
         self.components = [
             self.kubelet,
-            VolcanoScheduler(self.cluster),
+            VolcanoScheduler(self.cluster, time_scale=self.options.time_scale),
             VolcanoJobController(self.cluster, time_scale=self.options.time_scale),
             WorkflowController(self.cluster, time_scale=self.options.time_scale),
         ]

@@ -19,7 +19,7 @@ import time
 
 import yaml
 
-from ..informer import Controller
+from ..informer import RESYNC_SECONDS, Controller
 from ..kubeapi import ApiException
 from ..manifests import object_path
 from ..runtime import Cluster, now_rfc3339, owner_reference
@@ -56,7 +56,7 @@ class WorkflowController(Controller):
     name = "argo-workflow-controller"
 
     def __init__(self, cluster: Cluster, time_scale: float = 1.0):
-        super().__init__(cluster.stop)
+        super().__init__(cluster.stop, resync_seconds=RESYNC_SECONDS * time_scale)
         self.cluster = cluster
         self.api = cluster.api
         self.poll_seconds = 5.0 * time_scale
@@ -136,7 +136,7 @@ class WorkflowController(Controller):
         if (workflow.get("spec") or {}).get("workflowTemplateRef"):
             status["storedWorkflowTemplateSpec"] = {k: v for k, v in spec.items() if k != "shutdown"}
         self._write(workflow, status)
-        return self.poll_seconds if run.requeue else max(self.poll_seconds, 1.0)
+        return self.poll_seconds if run.requeue else max(self.poll_seconds, self.resync_seconds)
 
     def _spec(self, workflow: dict) -> dict:
         spec = workflow.get("spec") or {}

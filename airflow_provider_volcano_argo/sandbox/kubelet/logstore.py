@@ -108,6 +108,20 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args) -> None:  # keep test output clean
         pass
 
+    def setup(self) -> None:
+        super().setup()
+        # the TLS handshake in this connection's thread, not in the accept loop, where one slow handshake held
+        # back every other connection (hundreds of log reads at once then timed out)
+        try:
+            self.request.do_handshake()
+            self.handshake_done = True
+        except (ssl.SSLError, OSError):
+            self.handshake_done = False
+
+    def handle(self) -> None:
+        if self.handshake_done:
+            super().handle()
+
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
         url = urllib.parse.urlsplit(self.path)
         parts = url.path.strip("/").split("/")
@@ -212,7 +226,7 @@ class LogServer:
         self.server.daemon_threads = True
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(str(cert_file), str(key_file))
-        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.server.socket = context.wrap_socket(self.server.socket, server_side=True, do_handshake_on_connect=False)
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, name="kubelet-logs", daemon=True)
 

@@ -12,7 +12,7 @@ import logging
 import threading
 from collections import defaultdict
 
-from ..informer import Controller
+from ..informer import RESYNC_SECONDS, Controller
 from ..kubeapi import ApiException
 from ..kubelet.resources import pod_requests
 from ..runtime import Cluster, now_rfc3339, owner_reference
@@ -54,7 +54,7 @@ class VolcanoJobController(Controller):
     name = "volcano-job-controller"
 
     def __init__(self, cluster: Cluster, time_scale: float = 1.0):
-        super().__init__(cluster.stop)
+        super().__init__(cluster.stop, resync_seconds=RESYNC_SECONDS * time_scale)
         self.cluster = cluster
         self.api = cluster.api
         self.time_scale = time_scale
@@ -217,7 +217,7 @@ class VolcanoJobController(Controller):
             self._kill(job, status, self._current_pods(job, status), retain_finished=True)
         self._write_status(job, status, new_phase, counts, per_task)
         self._in_flight = (None, [])
-        return None if new_phase in TERMINAL else 1.0
+        return None if new_phase in TERMINAL else self.resync_seconds
 
     def _init(self, job: dict) -> float:
         status = {

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import uuid
 
-from ..informer import Controller
+from ..informer import RESYNC_SECONDS, Controller
 from ..kubeapi import ApiException
 from ..kubelet.resources import node_capacity_from_status, pod_requests, quantity, shortfall
 from ..runtime import Cluster, bind_pod, now_rfc3339
@@ -30,8 +30,8 @@ class VolcanoScheduler(Controller):
 
     name = "volcano-scheduler"
 
-    def __init__(self, cluster: Cluster):
-        super().__init__(cluster.stop)
+    def __init__(self, cluster: Cluster, time_scale: float = 1.0):
+        super().__init__(cluster.stop, resync_seconds=RESYNC_SECONDS * time_scale)
         self.cluster = cluster
         self.api = cluster.api
         self._last_message: dict[tuple[str, str], str] = {}
