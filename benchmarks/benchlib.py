@@ -78,14 +78,16 @@ def say(*parts) -> None:
 
 # ---------------------------------------------------------------------------------------------------- sandbox
 @contextlib.contextmanager
-def sandbox(audit_log: bool = False, nodes: list | None = None) -> Iterator:
+def sandbox(audit_log: bool = False, nodes: list | None = None, time_scale: float | None = None) -> Iterator:
     """A running sandbox whose Airflow identity has exactly the provider's least-privilege Role; stopped on exit
-    (also on errors and Ctrl-C)."""
+    (also on errors and Ctrl-C). ``time_scale``: 1.0 for upstream's timings (the sandbox's default is 0.1)."""
     from airflow_provider_volcano_argo.sandbox.sandbox import Sandbox, SandboxOptions
 
     options = SandboxOptions(audit_log=audit_log, airflow_role_file=ROLE_FILE)
     if nodes:
         options.nodes = nodes
+    if time_scale is not None:
+        options.time_scale = time_scale
     say(f"starting sandbox (audit_log={audit_log}) ...")
     started = time.monotonic()
     with Sandbox(options) as sb:
