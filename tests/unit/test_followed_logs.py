@@ -57,7 +57,8 @@ class FakeContainer:
     async def run(self) -> None:
         for i in range(self.total):
             await asyncio.sleep(self.every)
-            stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{time.time_ns() % 10**9:09d}Z"
+            now = time.time_ns()  # one reading: seconds and fraction from two could go back across a second
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now // 10**9)) + f".{now % 10**9:09d}Z"
             self.lines.append(f"{stamp} line {i}\n".encode())
         self.finished = True
 
