@@ -119,9 +119,8 @@ class Informer:
 
 
 #: A controller looks at every key again this often without an event, times the sandbox's ``time_scale`` (1 s in
-#: tests): a safety net for events missed while the API server restarts. Upstream resyncs far less often (Argo's
-#: workflow controller every 20 min, Volcano's job controller never), and at hundreds of objects a 1 s resync was
-#: most of the sandbox's CPU.
+#: tests): a safety net for events missed while the API server restarts (upstream's controllers are driven by
+#: events too). At hundreds of objects a 1 s resync was most of the sandbox's CPU.
 RESYNC_SECONDS = 10.0
 
 
