@@ -233,8 +233,11 @@ def measure(n: int, window: float, trace: bool = False) -> dict:
     return {"ours": ours, "ours_unlimited": unlimited, "ours_poll": ours_poll, "poll": polls, "jobs_up_seconds": up}
 
 
-def size_rows(n: int, runs: list[dict], goal: str) -> list[list[str]]:
-    """The table rows of one N: ours following its log, ours polling it, the pollers."""
+GOAL_N = 500  # the issue sets the goals at this N; smaller N are shown without a verdict
+
+
+def size_rows(n: int, runs: list[dict]) -> list[list[str]]:
+    """The table rows of one N: ours with the defaults, every log followed, every log polled; the pollers."""
 
     def per_trigger(x: dict) -> float:
         return (x["rss_after_kib"] - x["rss_before_kib"]) / (n - 1)
@@ -243,18 +246,21 @@ def size_rows(n: int, runs: list[dict], goal: str) -> list[list[str]]:
         return [cell(x) for x in runs]
 
     def met(ok) -> str:  # ours: default / every log followed / every log polled
-        return " / ".join(benchlib.met(ok(x)) for x in runs[:3])
+        return " / ".join(benchlib.met(ok(x)) for x in runs[:3]) if n == GOAL_N else ""
+
+    def goal(text: str) -> str:
+        return f"{text} at {GOAL_N}" if n == GOAL_N else ""
 
     return [
         [f"N={n}: followers streaming", *each(lambda x: f"{x['streaming']}/{n} after "
          f"{x['seconds_to_all_streaming']:.1f} s"), "", ""],
         [f"N={n}: loop lag p99 (steady)", *each(lambda x: f"{x['lag_p99_steady'] * 1000:.1f} ms"),
-         f"< {GOAL_LAG_P99 * 1000:.0f} ms{goal}",
+         goal(f"< {GOAL_LAG_P99 * 1000:.0f} ms"),
          met(lambda x: x["lag_p99_steady"] < GOAL_LAG_P99 and x["streaming"] == n)],
         [f"N={n}: loop lag p99 / max (start-up)",
          *each(lambda x: f"{x['lag_p99_ramp'] * 1000:.0f} / {x['lag_max_ramp'] * 1000:.0f} ms"), "", ""],
         [f"N={n}: RSS growth per follower", *each(lambda x: f"{per_trigger(x):.0f} KiB"),
-         f"< {GOAL_RSS_PER_TRIGGER_KIB} KiB{goal}", met(lambda x: per_trigger(x) < GOAL_RSS_PER_TRIGGER_KIB)],
+         goal(f"< {GOAL_RSS_PER_TRIGGER_KIB} KiB"), met(lambda x: per_trigger(x) < GOAL_RSS_PER_TRIGGER_KIB)],
         [f"N={n}: RSS of the first (warm-up) follower",
          *each(lambda x: f"{x['rss_before_kib'] - x['rss_empty_kib']} KiB"), "", ""],
         [f"N={n}: logs followed (the rest read every few seconds)",
@@ -298,7 +304,7 @@ def main() -> None:
     rows = []
     for n, r in results.items():
         runs = [r["ours"], r["ours_unlimited"], r["ours_poll"], r["poll"]]
-        rows += size_rows(n, runs, " at 500" if n == max(sizes) else "")
+        rows += size_rows(n, runs)
     notes = [
         f"each N: a fresh sandbox with one emulated node big enough for N gangs; N Workflows of `volcano-mpi` (1 "
         f"worker, 1m CPU); every master prints `tick {{i}}` every {LINE_EVERY_SECONDS:g} s and keeps running; "
