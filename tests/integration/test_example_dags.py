@@ -53,5 +53,6 @@ def test_sweep_runs_one_job_per_worker_count_each_with_its_own_name(sandbox, mpi
         assert f"rank {size - 1} out of {size} processors" in log
     durations = xcom_result(dag.dag_id, "compare")
     assert len(durations) == 3  # three distinct job names
-    assert all(isinstance(seconds, float) and seconds > 0 for seconds in durations.values())
+    # Argo's startedAt / finishedAt have second precision: a run inside one second lasts 0.0 s
+    assert all(isinstance(seconds, float) and 0 <= seconds < 120 for seconds in durations.values()), durations
     wait_for(lambda: not sandbox.api.list("vcjobs", mpi_namespace)["items"], 60, what="every sweep job collected")
