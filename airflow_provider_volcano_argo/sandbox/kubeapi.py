@@ -88,7 +88,9 @@ _PATCH_TYPES = {
 
 
 class KubeApi:
-    """A thin dict-in, dict-out client; one per identity (admin, or a service account through impersonation)."""
+    """A thin dict-in, dict-out client for one identity (admin, or a service account through impersonation).
+
+    ``impersonating()`` returns a view on the same ``ApiClient``: closing any of them closes it for all."""
 
     def __init__(self, api_client: client.ApiClient, headers: dict[str, str] | None = None):
         self.api_client = api_client

@@ -191,37 +191,30 @@ class PodRunner:
                     thread.join(10)
                 self._end("Failed")
                 return
-            self._probe()
-            due = [t for t in (deadline_at, self._next_probe()) if t is not None]
+            due = [t for t in (deadline_at, self._probe()) if t is not None]
             self.changed.wait(max(min(due) - time.monotonic(), 0.01) if due else None)
         if self.stop.is_set():
             return
         codes = [r.state.get("terminated", {}).get("exitCode", 1) for r in self.main]
         self._end("Succeeded" if all(c == 0 for c in codes) else "Failed")
 
-    def _next_probe(self) -> float | None:
-        """When the next readiness probe turns a running container ready (monotonic), if any is pending."""
-        with self.lock:
-            due = [
-                run.started_at + float(run.spec["readinessProbe"].get("initialDelaySeconds", 0)) * self.time_scale
-                for run in self.main
-                if run.spec.get("readinessProbe") and "running" in run.state and not run.ready
-            ]
-        return min(due) if due else None
-
-    def _probe(self) -> None:
-        changed = False
+    def _probe(self) -> float | None:
+        """Turn ready the running containers whose readiness probe's delay has passed; returns when the next
+        pending one is due (monotonic), or None."""
+        changed, pending = False, []
+        now = time.monotonic()
         with self.lock:
             for run in self.main:
                 probe = run.spec.get("readinessProbe")
                 if probe and "running" in run.state and not run.ready:
-                    if (
-                        time.monotonic() - run.started_at
-                        >= float(probe.get("initialDelaySeconds", 0)) * self.time_scale
-                    ):
+                    due = run.started_at + float(probe.get("initialDelaySeconds", 0)) * self.time_scale
+                    if now >= due:
                         run.ready = changed = True
+                    else:
+                        pending.append(due)
         if changed:
             self.report()
+        return min(pending) if pending else None
 
     def _end(self, phase: str) -> None:
         with self.lock:
