@@ -9,7 +9,7 @@ import yaml
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the console script."""
+    """Run the console script."""
     parser = argparse.ArgumentParser(prog="volcano-argo", description=__doc__)
     sub = parser.add_subparsers(dest="action", required=True)
     install = sub.add_parser("install-templates", help="create or update the WorkflowTemplates (+ RBAC)")
@@ -24,28 +24,24 @@ def main(argv: list[str] | None = None) -> int:
     from airflow_provider_volcano_argo import templates
 
     if args.action == "show":
-
-        def template(name: str) -> list[dict]:
-            body = templates.workflow_template(name)
-            body["metadata"]["namespace"] = args.namespace
-            return [body]
-
         docs = {
-            "template": lambda: template(templates.DEFAULT_TEMPLATE),
-            "master-after-workers": lambda: template(templates.MASTER_AFTER_WORKERS_TEMPLATE),
+            "template": lambda: templates.workflow_templates([templates.DEFAULT_TEMPLATE], args.namespace),
+            "master-after-workers": lambda: templates.workflow_templates(
+                [templates.MASTER_AFTER_WORKERS_TEMPLATE], args.namespace
+            ),
             "argo-rbac": lambda: templates.argo_rbac(args.namespace),
             "airflow-role": lambda: templates.airflow_roles(args.namespace),
         }[args.what]()
         print(yaml.safe_dump_all(docs, sort_keys=False), end="")
         return 0
 
-    from airflow_provider_volcano_argo.errors import VolcanoArgoError
-    from airflow_provider_volcano_argo.hooks.volcano_argo import VolcanoArgoHook
+    from airflow_provider_volcano_argo.exceptions import VolcanoArgoError
+    from airflow_provider_volcano_argo.hooks.connection import KubernetesConnection
 
-    hook = VolcanoArgoHook(conn_id=args.conn_id)
+    hook = KubernetesConnection(args.conn_id).hook()
     try:
-        for line in templates.install_templates(hook, args.namespace):
-            print(line)
+        for body in templates.workflow_templates(templates.TEMPLATE_FILES, args.namespace):
+            print(hook.apply_workflow_template(body))
         if args.with_rbac:
             from kubernetes.utils import create_from_dict
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_provider_volcano_argo import __version__
-from airflow_provider_volcano_argo.followed_logs import (
+from airflow_provider_volcano_argo.engine.followed_log_slots import (
     DEFAULT_MAX_FOLLOWED_LOGS,
     DEFAULT_OVERFLOW_POLL_SECONDS,
     SECTION,
@@ -35,10 +35,18 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": [f"{_PKG}.operators.volcano_mpi", f"{_PKG}.operators.argo_workflow"],
             }
         ],
-        "sensors": [{"integration-name": "Volcano (Argo Workflows)", "python-modules": [f"{_PKG}.sensors"]}],
+        "sensors": [
+            {
+                "integration-name": "Volcano (Argo Workflows)",
+                "python-modules": [f"{_PKG}.sensors.volcano_job", f"{_PKG}.sensors.argo_workflow"],
+            }
+        ],
         "hooks": [{"integration-name": "Volcano (Argo Workflows)", "python-modules": [f"{_PKG}.hooks.volcano_argo"]}],
         "triggers": [
-            {"integration-name": "Volcano (Argo Workflows)", "python-modules": [f"{_PKG}.triggers.volcano_workflow"]}
+            {
+                "integration-name": "Volcano (Argo Workflows)",
+                "python-modules": [f"{_PKG}.triggers.argo_workflow", f"{_PKG}.triggers.phase"],
+            }
         ],
         "extra-links": [f"{_PKG}.links.argo.ArgoWorkflowLink"],
         "config": {

@@ -1,7 +1,8 @@
-"""API load: requests the follower makes to the API server per run-minute while a job runs for 5 minutes, counted
-from the API server's audit log, against polling the job every 10 s (cncf-kubernetes' ``KubernetesJobTrigger``
-default) and every 1 s. All three follow the same job at the same time, each as its own service account (same
-least-privilege Role), so the audit log tells their requests apart.
+"""API load: requests per run-minute the follower makes to the API server while a job runs for 5 minutes.
+
+Counted from the API server's audit log, against polling the job every 10 s (cncf-kubernetes'
+``KubernetesJobTrigger`` default) and every 1 s. All three follow the same job at the same time, each as its own
+service account (same least-privilege Role), so the audit log tells their requests apart.
 
     .venv/bin/python benchmarks/api_load.py [--small] [--minutes M]
 """
@@ -14,10 +15,10 @@ import os
 import time
 from collections import Counter
 
-import benchlib  # noqa: I001  (sets AIRFLOW_HOME before Airflow is imported)
+import benchlib  # first: it sets AIRFLOW_HOME before anything imports Airflow
 from benchlib import JOB_TERMINAL, job_phase, say
 
-from airflow_provider_volcano_argo.follower import CURSOR_SAVE_SECONDS
+from airflow_provider_volcano_argo.engine.workflow_follower import CURSOR_SAVE_SECONDS
 
 GOAL_PER_MINUTE = 2.0
 KINDS = ("watch", "list", "get", "patch", "log", "other")
@@ -25,8 +26,9 @@ LINE_EVERY_SECONDS = 5.0
 
 
 async def poll_until_terminal(conn_id: str, ns: str, name: str, interval: float) -> float:
-    """A KubernetesJobTrigger-style loop with the same async hook: get the job every ``interval`` seconds."""
-    from airflow_provider_volcano_argo.hooks.volcano_argo import VOLCANO_JOBS, AsyncVolcanoArgoHook
+    """Poll as KubernetesJobTrigger does, with the same async hook: get the job every ``interval`` seconds."""
+    from airflow_provider_volcano_argo.hooks.volcano_argo import AsyncVolcanoArgoHook
+    from airflow_provider_volcano_argo.models.resources import VOLCANO_JOBS
 
     hook = AsyncVolcanoArgoHook(conn_id=conn_id)
     while True:
@@ -36,9 +38,9 @@ async def poll_until_terminal(conn_id: str, ns: str, name: str, interval: float)
 
 
 async def follow_with_trigger(spec: dict) -> tuple[float, dict, int]:
-    from airflow_provider_volcano_argo.triggers.volcano_workflow import VolcanoWorkflowTrigger
+    from airflow_provider_volcano_argo.triggers.argo_workflow import ArgoWorkflowTrigger
 
-    trigger = VolcanoWorkflowTrigger(spec=spec, connection={"kubernetes_conn_id": "kubernetes_default"})
+    trigger = ArgoWorkflowTrigger(spec=spec, connection={"kubernetes_conn_id": "kubernetes_default"})
     trigger._log = log = benchlib.QuietLog()
     event = await trigger.run().__anext__()
     return time.time(), event.payload, log.lines

@@ -1,7 +1,7 @@
-"""What every benchmark shares: an isolated Airflow home, a sandbox with the shipped template and RBAC in a
-namespace of its own, Workflow submission, percentiles and the Markdown report.
+"""What every benchmark shares: an isolated Airflow home, a sandbox, Workflow submission, percentiles, the report.
 
-Import this module before anything that imports Airflow: it points ``AIRFLOW_HOME`` at a temporary folder.
+The sandbox gets the shipped template and RBAC in a namespace of its own. Import this module before anything that
+imports Airflow: it points ``AIRFLOW_HOME`` at a temporary folder.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 ROLE_FILE = REPO / "airflow_provider_volcano_argo" / "templates" / "airflow-role.yaml"
+RESULTS = REPO / "benchmarks" / "results"
 
 # Airflow reads its configuration at import time: isolate it first (as tests/conftest.py does).
 if "VOLCANO_ARGO_BENCH_AIRFLOW_HOME" not in os.environ:
@@ -41,7 +42,7 @@ JOB_TERMINAL = ("Completed", "Failed", "Terminated", "Aborted")
 
 
 def _product_version() -> str:
-    """The checkout's commit when the benchmark started, and whether the provider's code had local changes."""
+    """Return the checkout's commit when the benchmark started, and whether the provider's code had local changes."""
     import subprocess
 
     try:
@@ -79,8 +80,11 @@ def say(*parts) -> None:
 # ---------------------------------------------------------------------------------------------------- sandbox
 @contextlib.contextmanager
 def sandbox(audit_log: bool = False, nodes: list | None = None, time_scale: float | None = None) -> Iterator:
-    """A running sandbox whose Airflow identity has exactly the provider's least-privilege Role; stopped on exit
-    (also on errors and Ctrl-C). ``time_scale``: 1.0 for upstream's timings (the sandbox's default is 0.1)."""
+    """Run a sandbox whose Airflow identity has exactly the provider's least-privilege Role.
+
+    It stops on exit (also on errors and Ctrl-C). ``time_scale``: 1.0 for upstream's timings (the sandbox's default
+    is 0.1).
+    """
     from airflow_provider_volcano_argo.sandbox.sandbox import Sandbox, SandboxOptions
 
     options = SandboxOptions(audit_log=audit_log, airflow_role_file=ROLE_FILE)
@@ -99,8 +103,10 @@ def sandbox(audit_log: bool = False, nodes: list | None = None, time_scale: floa
 
 
 def prepare_namespace(sb, name: str) -> str:
-    """A namespace with the shipped WorkflowTemplates and the Argo-side RBAC; the Airflow connection (least
-    privilege) goes into ``AIRFLOW_CONN_KUBERNETES_DEFAULT``."""
+    """Make a namespace with the shipped WorkflowTemplates and the Argo-side RBAC.
+
+    The Airflow connection (least privilege) goes into ``AIRFLOW_CONN_KUBERNETES_DEFAULT``.
+    """
     from airflow_provider_volcano_argo import templates
 
     ns = sb.create_namespace(name)
@@ -115,8 +121,10 @@ def prepare_namespace(sb, name: str) -> str:
 
 
 def extra_identity(sb, name: str, namespaces: list[str]) -> tuple[str, str]:
-    """Another service account in ``argo`` bound to the same least-privilege rules in ``namespaces`` (so that a
-    baseline's requests can be told apart in the audit log): (connection JSON, username)."""
+    """Make another service account in ``argo``, bound to the same least-privilege rules in ``namespaces``.
+
+    A baseline's requests can then be told apart in the audit log. Returns (connection JSON, username).
+    """
     from airflow_provider_volcano_argo.sandbox.sandbox import AIRFLOW_NAMESPACE, AIRFLOW_ROLE
 
     token = sb.service_account_token(AIRFLOW_NAMESPACE, name)
@@ -142,8 +150,10 @@ def airflow_username() -> str:
 
 
 def submit(sb, ns: str, job_name: str, workers: int = 1, cpu: str = "10m", memory: str = "16Mi") -> dict:
-    """A Workflow from the shipped ``volcano-mpi`` template, as ``argo submit --from workflowtemplate/...``
-    (tests/integration/helpers.py ``submit_from_template``), with small gangs."""
+    """Submit a Workflow from the shipped ``volcano-mpi`` template, with small gangs.
+
+    As ``argo submit --from workflowtemplate/...`` does (tests/integration/helpers.py ``submit_from_template``).
+    """
     parameters = {
         "job-name": job_name,
         "workers": str(workers),
@@ -169,7 +179,7 @@ def submit(sb, ns: str, job_name: str, workers: int = 1, cpu: str = "10m", memor
 
 
 def follow_spec(ns: str, wf: dict, job_name: str) -> dict:
-    from airflow_provider_volcano_argo.follower import FollowSpec
+    from airflow_provider_volcano_argo.models.follow import FollowSpec
 
     return FollowSpec(
         namespace=ns, workflow_name=wf["metadata"]["name"], workflow_uid=wf["metadata"]["uid"], job_name=job_name
@@ -191,8 +201,10 @@ def wait_for(predicate, timeout: float, what: str, interval: float = 0.2):
 
 
 class JobPhaseWatch:
-    """The benchmark's own admin-side watch on every Volcano Job: the wall-clock time (``time.time()``) at which
-    it first saw each job in each phase. Runs in a thread until ``stop()``."""
+    """Watch every Volcano Job as admin: the wall-clock time (``time.time()``) each was first seen in each phase.
+
+    Runs in a thread until ``stop()``.
+    """
 
     def __init__(self, sb):
         self.api = sb.api
@@ -305,7 +317,10 @@ def table(columns: list[str], rows: list[list[str]]) -> str:
 
 
 def report(title: str, method: list[str], columns: list[str], rows: list[list[str]], notes: list[str]) -> None:
-    """The benchmark's result on stdout: a heading, how it was measured, the table, notes, the machine line."""
+    """Print the benchmark's result (a heading, how it was measured, the table, notes, the machine line) and keep it.
+
+    The last result of each benchmark stays in ``benchmarks/results/`` with the commit it ran on (machine line).
+    """
     out = [f"### {title}", ""]
     out += [f"{line}" for line in method]
     out += ["", table(columns, rows), ""]
@@ -313,7 +328,17 @@ def report(title: str, method: list[str], columns: list[str], rows: list[list[st
     if notes:
         out.append("")
     out.append(machine_line())
-    print("\n".join(out), flush=True)
+    text = "\n".join(out)
+    print(text, flush=True)
+    keep_result(Path(sys.argv[0]).stem + ("-small" if "--small" in sys.argv else ""), text)
+
+
+def keep_result(name: str, text: str) -> Path:
+    """Write ``text`` to ``benchmarks/results/<name>.md`` (the last printed table of that benchmark)."""
+    target = RESULTS / f"{name}.md"
+    target.parent.mkdir(exist_ok=True)
+    target.write_text(text.rstrip() + "\n")
+    return target
 
 
 def met(ok: bool | None) -> str:

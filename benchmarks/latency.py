@@ -1,7 +1,7 @@
-"""Completion latency: from the moment a Volcano Job's status turns terminal in the API server to the moment the
-trigger yields its event; ours (watches) against polling the job with the same async hook every 10 s
-(cncf-kubernetes' ``KubernetesJobTrigger`` default ``poll_interval``) and every 1 s, all three following the same
-job at the same time.
+"""Completion latency: from a Volcano Job's terminal status in the API server to the trigger's event.
+
+Ours (watches) against polling the job with the same async hook every 10 s (cncf-kubernetes' ``KubernetesJobTrigger``
+default ``poll_interval``) and every 1 s, all three following the same job at the same time.
 
     .venv/bin/python benchmarks/latency.py [--small] [--runs N]
 """
@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-import benchlib  # noqa: I001  (sets AIRFLOW_HOME before Airflow is imported)
+import benchlib  # first: it sets AIRFLOW_HOME before anything imports Airflow
 from benchlib import JOB_TERMINAL, JobPhaseWatch, job_phase, percentile, say
 
 GOAL_P50 = 0.2
@@ -23,11 +23,13 @@ LATE_RUNS = 3
 
 
 async def poll_until_terminal(ns: str, name: str, interval: float, offset: float) -> tuple[float, str, int]:
-    """A KubernetesJobTrigger-style loop: get the object, sleep ``interval``, until its phase is terminal.
+    """Poll as KubernetesJobTrigger does: get the object, sleep ``interval``, until its phase is terminal.
 
     It starts after ``offset`` (uniform in [0, interval)): the sandbox's jobs all take about the same time, so
-    without it a poller would always meet the job's end at the same point of its period."""
-    from airflow_provider_volcano_argo.hooks.volcano_argo import VOLCANO_JOBS, AsyncVolcanoArgoHook
+    without it a poller would always meet the job's end at the same point of its period.
+    """
+    from airflow_provider_volcano_argo.hooks.volcano_argo import AsyncVolcanoArgoHook
+    from airflow_provider_volcano_argo.models.resources import VOLCANO_JOBS
 
     hook = AsyncVolcanoArgoHook(conn_id="kubernetes_default")
     await asyncio.sleep(offset)
@@ -42,9 +44,9 @@ async def poll_until_terminal(ns: str, name: str, interval: float, offset: float
 
 
 async def follow_with_trigger(spec: dict) -> tuple[float, str, int]:
-    from airflow_provider_volcano_argo.triggers.volcano_workflow import VolcanoWorkflowTrigger
+    from airflow_provider_volcano_argo.triggers.argo_workflow import ArgoWorkflowTrigger
 
-    trigger = VolcanoWorkflowTrigger(spec=spec, connection={"kubernetes_conn_id": "kubernetes_default"})
+    trigger = ArgoWorkflowTrigger(spec=spec, connection={"kubernetes_conn_id": "kubernetes_default"})
     trigger._log = log = benchlib.QuietLog()
     event = await trigger.run().__anext__()
     payload = event.payload
@@ -53,7 +55,7 @@ async def follow_with_trigger(spec: dict) -> tuple[float, str, int]:
 
 
 def late_child(spec: dict) -> None:
-    from airflow_provider_volcano_argo.triggers.volcano_workflow import VolcanoWorkflowTrigger  # noqa: F401
+    from airflow_provider_volcano_argo.triggers.argo_workflow import ArgoWorkflowTrigger  # noqa: F401
 
     started = time.time()
     finished, status, _ = asyncio.run(follow_with_trigger(spec))
@@ -118,8 +120,10 @@ def main() -> None:
             )
 
         async def late(i: int) -> None:
-            """A trigger that starts only after the job and its Workflow have ended (a triggerer that was down
-            or restarted meanwhile): how long until its event, and which outcome it reports."""
+            """Start a trigger only after the job and its Workflow have ended (a triggerer down or restarted meanwhile).
+
+            Records how long until its event, and which outcome it reports.
+            """
             name = f"lat-late-{i}"
             wf = await asyncio.to_thread(benchlib.submit, sb, ns, name)
             wf_name = wf["metadata"]["name"]
@@ -167,7 +171,7 @@ def main() -> None:
         "t0 = wall-clock time at which the benchmark's own admin watch on `batch.volcano.sh/jobs` (all namespaces) "
         "first saw the job's `status.state.phase` terminal; the job's status carries only second-precision times, "
         "so the watch is the reference",
-        "ours = time `await VolcanoWorkflowTrigger(...).run().__anext__()` returned (includes draining the master's "
+        "ours = time `await ArgoWorkflowTrigger(...).run().__anext__()` returned (includes draining the master's "
         "log stream and the final cursor PATCH); pollers = time a `get` first showed the terminal phase (each "
         "poller starts at a random offset within its period)",
         "all three follow the same job at the same time in one event loop, in the process that also runs the "

@@ -1,6 +1,7 @@
-"""Log throughput: an MPI master prints N lines (``line {i}``) as fast as it can; lines per second our trigger
-forwards into the task log against reading the same ``pods/log`` stream raw with the ``kubernetes`` client, both
-through the same least-privilege kubeconfig, each in a subprocess of its own (whose peak RSS is reported), for
+"""Log throughput: lines per second our trigger forwards into the task log, against reading ``pods/log`` raw.
+
+An MPI master prints N lines (``line {i}``) as fast as it can. The raw reader uses the ``kubernetes`` client; both
+read through the same least-privilege kubeconfig, each in a subprocess of its own (whose peak RSS is reported), for
 two log sizes.
 
     .venv/bin/python benchmarks/log_throughput.py [--small]
@@ -14,7 +15,7 @@ import subprocess
 import sys
 import time
 
-import benchlib  # noqa: I001  (sets AIRFLOW_HOME before Airflow is imported)
+import benchlib  # first: it sets AIRFLOW_HOME before anything imports Airflow
 from benchlib import hwm_kib, rss_kib, say
 
 GOAL_RATIO = 0.8
@@ -60,10 +61,10 @@ class LineCheck:
 
 # ---------------------------------------------------------------------------------------------------- readers
 def read_ours(spec: dict, expected: int, args_debug: bool = False) -> dict:
-    """The trigger, as the triggerer runs it, its task-log lines counted; stopped once every line has come."""
+    """Run the trigger as the triggerer does, its task-log lines counted; stopped once every line has come."""
     import asyncio
 
-    from airflow_provider_volcano_argo.triggers.volcano_workflow import VolcanoWorkflowTrigger
+    from airflow_provider_volcano_argo.triggers.argo_workflow import ArgoWorkflowTrigger
 
     check = LineCheck(expected)
     done = asyncio.Event()
@@ -80,7 +81,7 @@ def read_ours(spec: dict, expected: int, args_debug: bool = False) -> dict:
         debug = error = exception = critical = warning
 
     async def run() -> dict:
-        trigger = VolcanoWorkflowTrigger(spec=spec, connection={"kubernetes_conn_id": "kubernetes_default"})
+        trigger = ArgoWorkflowTrigger(spec=spec, connection={"kubernetes_conn_id": "kubernetes_default"})
         trigger._log = TaskLog()
         rss_before, cpu_before = rss_kib(), time.process_time()
         started = time.monotonic()
@@ -339,7 +340,7 @@ def main() -> None:
         "measure reading, not the writer: the emulated master wrote "
         + ", ".join(f"{s:,} lines at ~{results[s]['write_rate']:,.0f} lines/s" for s in sizes)
         + ")",
-        "ours = a subprocess running `VolcanoWorkflowTrigger.run()` with its task log replaced by a counter; time from "
+        "ours = a subprocess running `ArgoWorkflowTrigger.run()` with its task log replaced by a counter; time from "
         "`run()` start (includes its get, lists and watches) to the last line; raw = a subprocess reading "
         "`CoreV1Api.read_namespaced_pod_log(follow=True, timestamps=True, _preload_content=False)` in 64 KiB chunks "
         "and splitting lines; same kubeconfig (least-privilege identity), raw first, then ours",
@@ -372,7 +373,7 @@ def main() -> None:
 
 def parse_cost_us(lines: int = 20000) -> float:
     """CPU time of ``parse_log_line`` per line, on lines like the kubelet's."""
-    from airflow_provider_volcano_argo.logs import parse_log_line
+    from airflow_provider_volcano_argo.models.log_cursor import parse_log_line
 
     raw = [f"2026-12-03T07:39:{i // 1000 % 60:02d}.{i:09d}Z line {i}".encode() for i in range(lines)]
     started = time.process_time()

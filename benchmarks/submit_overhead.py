@@ -1,5 +1,6 @@
-"""Submit overhead: from ``VolcanoMPIJobOperator.execute(context)`` starting to the deferral (``TaskDeferred``
-raised), against creating the same Workflow with one raw API call.
+"""Submit overhead: from ``VolcanoMPIJobOperator.execute(context)`` starting to the deferral (``TaskDeferred``).
+
+Against creating the same Workflow with one raw API call.
 
     .venv/bin/python benchmarks/submit_overhead.py [--small] [--runs N]
 """
@@ -12,7 +13,7 @@ import statistics
 import time
 from collections import Counter
 
-import benchlib  # noqa: I001  (sets AIRFLOW_HOME before Airflow is imported)
+import benchlib  # first: it sets AIRFLOW_HOME before anything imports Airflow
 from benchlib import percentile, say
 
 DAG_ID = "bench_submit"

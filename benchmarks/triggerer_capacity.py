@@ -1,7 +1,8 @@
-"""Triggerer capacity: N concurrent deferred runs of our trigger in one asyncio event loop (as the triggerer runs
-them), each following a long-running MPI job whose master prints a line every few seconds: event-loop lag p99,
-RSS growth per trigger and API connections held, once every trigger is streaming. Against the same N jobs
-followed by cncf-style pollers (a ``get`` every 10 s, no log), in the same run.
+"""Triggerer capacity: N concurrent deferred runs of our trigger in one asyncio event loop, as the triggerer runs them.
+
+Each follows a long-running MPI job whose master prints a line every few seconds: event-loop lag p99, RSS growth per
+trigger and API connections held, once every trigger is streaming. Against the same N jobs followed by cncf-style
+pollers (a ``get`` every 10 s, no log), in the same run.
 
     .venv/bin/python benchmarks/triggerer_capacity.py [--small] [--sizes 50,200,500]
 """
@@ -16,10 +17,13 @@ import tempfile
 import time
 from pathlib import Path
 
-import benchlib  # noqa: I001  (sets AIRFLOW_HOME before Airflow is imported)
+import benchlib  # first: it sets AIRFLOW_HOME before anything imports Airflow
 from benchlib import percentile, rss_kib, say
 
-from airflow_provider_volcano_argo.followed_logs import DEFAULT_MAX_FOLLOWED_LOGS, DEFAULT_OVERFLOW_POLL_SECONDS
+from airflow_provider_volcano_argo.engine.followed_log_slots import (
+    DEFAULT_MAX_FOLLOWED_LOGS,
+    DEFAULT_OVERFLOW_POLL_SECONDS,
+)
 
 GOAL_LAG_P99 = 0.100
 GOAL_RSS_PER_TRIGGER_KIB = 200
@@ -35,9 +39,10 @@ def child_main(args) -> None:
 
     import psutil
 
-    from airflow_provider_volcano_argo.followed_logs import followed_log_slots
-    from airflow_provider_volcano_argo.hooks.volcano_argo import VOLCANO_JOBS, AsyncVolcanoArgoHook
-    from airflow_provider_volcano_argo.triggers.volcano_workflow import VolcanoWorkflowTrigger
+    from airflow_provider_volcano_argo.engine.followed_log_slots import followed_log_slots
+    from airflow_provider_volcano_argo.hooks.volcano_argo import AsyncVolcanoArgoHook
+    from airflow_provider_volcano_argo.models.resources import VOLCANO_JOBS
+    from airflow_provider_volcano_argo.triggers.argo_workflow import ArgoWorkflowTrigger
 
     specs = json.loads(Path(args.specs).read_text())
     n = len(specs)
@@ -75,7 +80,7 @@ def child_main(args) -> None:
     async def ours(i: int, spec: dict) -> None:
         if args.child == "ours-poll":
             spec = {**spec, "log_poll_interval": LOG_POLL_SECONDS}
-        trigger = VolcanoWorkflowTrigger(spec=spec, connection={"kubernetes_conn_id": "kubernetes_default"})
+        trigger = ArgoWorkflowTrigger(spec=spec, connection={"kubernetes_conn_id": "kubernetes_default"})
         trigger._log = TaskLog(i)
         event = await trigger.run().__anext__()
         ended.append(f"{spec['job_name']}: {event.payload['status']} {event.payload['message']}")
@@ -98,7 +103,7 @@ def child_main(args) -> None:
         else:
             first = asyncio.create_task(poller(0, specs[0], 0.0))
         deadline = time.monotonic() + args.ramp_timeout
-        while 0 not in streaming and time.monotonic() < deadline and not first.done():
+        while 0 not in streaming and time.monotonic() < deadline and not first.done():  # noqa: ASYNC110 - a ramp-up deadline, polled
             await asyncio.sleep(0.1)
         await asyncio.sleep(2.0)
         rss_before = rss_kib()
@@ -115,7 +120,7 @@ def child_main(args) -> None:
         else:
             tasks = [first] + [asyncio.create_task(poller(i, spec, 10.0 * i / n)) for i, spec in enumerate(rest, 1)]
         deadline = started + args.ramp_timeout
-        while len(streaming) < n and time.monotonic() < deadline and not all(t.done() for t in tasks):
+        while len(streaming) < n and time.monotonic() < deadline and not all(t.done() for t in tasks):  # noqa: ASYNC110 - a ramp-up deadline, polled
             await asyncio.sleep(0.2)
         all_streaming = time.monotonic() - started
         await asyncio.sleep(3.0)
@@ -237,7 +242,7 @@ GOAL_N = 500  # the issue sets the goals at this N; smaller N are shown without 
 
 
 def size_rows(n: int, runs: list[dict]) -> list[list[str]]:
-    """The table rows of one N: ours with the defaults, every log followed, every log polled; the pollers."""
+    """Return the table rows of one N: ours with the defaults, every log followed, every log polled; the pollers."""
 
     def per_trigger(x: dict) -> float:
         return (x["rss_after_kib"] - x["rss_before_kib"]) / (n - 1)

@@ -1,5 +1,6 @@
 """Shared test configuration: an isolated Airflow home, the provider's Airflow Role for the sandbox identity,
-and where the upstream reference files are."""
+and where the upstream reference files are.
+"""
 
 from __future__ import annotations
 

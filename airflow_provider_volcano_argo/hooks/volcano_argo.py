@@ -1,13 +1,17 @@
-"""Hooks for Argo Workflows and Volcano Jobs, built over the cncf-kubernetes ``KubernetesHook`` and
-``AsyncKubernetesHook``: connection, namespace, in-cluster config, kubeconfig and contexts all come from there.
+"""Hooks for Argo Workflows and Volcano Jobs, over cncf-kubernetes' ``KubernetesHook`` and ``AsyncKubernetesHook``.
+
+Connection, namespace, in-cluster config, kubeconfig and contexts all come from those.
+
+Every API call of the provider goes through these hooks, and every failure leaves them as a typed error of
+``exceptions`` (``ApiNotFoundError``, ``ApiRefusedError``, ...). "404 means absent" is written once
+(``_absent_or_raise``): ``get_object`` returns None, ``delete_object`` False, ``stop_workflow`` nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from airflow.providers.cncf.kubernetes.hooks.kubernetes import AsyncKubernetesHook, KubernetesHook
@@ -15,41 +19,19 @@ from kubernetes.client.rest import ApiException
 from kubernetes_asyncio import client as async_client
 from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiException
 
-from airflow_provider_volcano_argo.errors import KubernetesApiError, explain_api_error
-from airflow_provider_volcano_argo.hooks.shared_client import SHARED_API_CLIENTS
-
-
-@dataclass(frozen=True)
-class ApiResource:
-    """A custom resource's coordinates."""
-
-    group: str
-    version: str
-    plural: str
-
-    @property
-    def label(self) -> str:
-        return f"{self.plural}.{self.group}" if self.group else self.plural
-
-    def collection_path(self, namespace: str) -> str:
-        """REST path of the namespaced collection (core resources live under /api, others under /apis)."""
-        prefix = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        return f"{prefix}/namespaces/{namespace}/{self.plural}"
-
-
-WORKFLOWS = ApiResource("argoproj.io", "v1alpha1", "workflows")
-WORKFLOW_TEMPLATES = ApiResource("argoproj.io", "v1alpha1", "workflowtemplates")
-VOLCANO_JOBS = ApiResource("batch.volcano.sh", "v1alpha1", "jobs")
-PODGROUPS = ApiResource("scheduling.volcano.sh", "v1beta1", "podgroups")
-PODS = ApiResource("", "v1", "pods")
+from airflow_provider_volcano_argo.exceptions import ApiNotFoundError, VolcanoArgoApiError, api_error
+from airflow_provider_volcano_argo.hooks._client_pool import SHARED_API_CLIENTS
+from airflow_provider_volcano_argo.models.policies import STOP_STRATEGY, CleanupSteps
+from airflow_provider_volcano_argo.models.resources import WORKFLOW_TEMPLATES, WORKFLOWS, ApiResource
 
 LOG_CHUNK_BYTES = 64 * 1024
 FOLLOW_TIMEOUT = (30, 300)
+MERGE_PATCH = "application/merge-patch+json"
+_RAISE: Any = object()  # no ``absent`` value: a 404 raises like any other error
 
 
 def log_query(container: str, since_time: str | None, follow: bool, tail_lines: int | None) -> list[tuple[str, Any]]:
-    """Query parameters of ``pods/log``; ``sinceTime`` is sent directly as the API allows (the Python client
-    exposes only ``sinceSeconds``)."""
+    """Build the query of ``pods/log``; ``sinceTime`` is sent directly (the Python client has only ``sinceSeconds``)."""
     query: list[tuple[str, Any]] = [("container", container), ("timestamps", "true")]
     if follow:
         query.append(("follow", "true"))
@@ -60,126 +42,101 @@ def log_query(container: str, since_time: str | None, follow: bool, tail_lines: 
     return query
 
 
-def _raise_api_error(exc: Exception, verb: str, resource: str, namespace: str | None) -> None:
+def to_api_error(exc: Exception, verb: str, resource: str, namespace: str | None) -> VolcanoArgoApiError:
+    """Turn a client's ``ApiException`` (sync or async) into the provider's typed error."""
     status = getattr(exc, "status", None)
     body = getattr(exc, "body", None) or getattr(exc, "reason", None)
-    raise KubernetesApiError(explain_api_error(status, body, verb, resource, namespace), status=status) from exc
+    return api_error(status, body, verb, resource, namespace)
+
+
+def _absent_or_raise(exc: Exception, verb: str, resource: str, namespace: str | None, absent: Any) -> Any:
+    error = to_api_error(exc, verb, resource, namespace)
+    if absent is not _RAISE and isinstance(error, ApiNotFoundError):
+        return absent
+    raise error from exc
+
+
+def _changed_template(current: dict | None, body: dict) -> dict | None:
+    """Return the update that makes ``current`` equal ``body`` (None: up to date), keeping its resourceVersion."""
+    if current is not None and current.get("spec") == body["spec"]:
+        return None
+    if current is None:
+        return body
+    version = current["metadata"]["resourceVersion"]
+    return {**body, "metadata": {**body["metadata"], "resourceVersion": version}}
 
 
 class VolcanoArgoHook(KubernetesHook):
-    """Synchronous access to Workflows, WorkflowTemplates, Volcano Jobs, PodGroups, pods and their logs."""
+    """Synchronous access to Workflows, WorkflowTemplates, Volcano Jobs and PodGroups."""
 
     hook_name = "Volcano via Argo Workflows (Kubernetes)"
 
-    def _call(self, verb: str, resource: str, namespace: str | None, func, *args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except ApiException as exc:
-            _raise_api_error(exc, verb, resource, namespace)
-
     def resolve_namespace(self, namespace: str | None) -> str:
-        """The given namespace, else the connection's, else ``default``."""
+        """Return the given namespace, else the connection's, else ``default``."""
         return namespace or self.get_namespace() or "default"
 
-    # -- custom objects -------------------------------------------------------------------------------
-    def create_object(self, res: ApiResource, body: dict, namespace: str) -> dict:
+    def _custom(self, verb: str, res: ApiResource, namespace: str, method: str, *args, absent=_RAISE, **kwargs):
         api = self.custom_object_client
-        return self._call(
-            "create",
-            res.label,
-            namespace,
-            api.create_namespaced_custom_object,
-            res.group,
-            res.version,
-            namespace,
-            res.plural,
-            body,
-        )
+        try:
+            return getattr(api, method)(res.group, res.version, namespace, res.plural, *args, **kwargs)
+        except ApiException as exc:
+            return _absent_or_raise(exc, verb, res.label, namespace, absent)
+
+    def create_object(self, res: ApiResource, body: dict, namespace: str) -> dict:
+        return self._custom("create", res, namespace, "create_namespaced_custom_object", body)
 
     def get_object(self, res: ApiResource, name: str, namespace: str) -> dict | None:
-        """The object, or None when it does not exist."""
-        try:
-            return self.custom_object_client.get_namespaced_custom_object(
-                res.group, res.version, namespace, res.plural, name
-            )
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            _raise_api_error(exc, "get", res.label, namespace)
-        return None
+        """Return the object, or None when it does not exist."""
+        return self._custom("get", res, namespace, "get_namespaced_custom_object", name, absent=None)
 
     def list_objects(self, res: ApiResource, namespace: str, label_selector: str | None = None) -> list[dict]:
-        api = self.custom_object_client
-        listing = self._call(
-            "list",
-            res.label,
-            namespace,
-            api.list_namespaced_custom_object,
-            res.group,
-            res.version,
-            namespace,
-            res.plural,
-            label_selector=label_selector or "",
-        )
-        return listing.get("items", [])
+        method = "list_namespaced_custom_object"
+        return self._custom("list", res, namespace, method, label_selector=label_selector or "").get("items", [])
 
     def patch_object(self, res: ApiResource, name: str, patch: dict, namespace: str) -> dict:
-        api = self.custom_object_client
-        return self._call(
-            "patch",
-            res.label,
-            namespace,
-            api.patch_namespaced_custom_object,
-            res.group,
-            res.version,
-            namespace,
-            res.plural,
-            name,
-            patch,
-            _content_type="application/merge-patch+json",
-        )
+        method = "patch_namespaced_custom_object"
+        return self._custom("patch", res, namespace, method, name, patch, _content_type=MERGE_PATCH)
 
     def replace_object(self, res: ApiResource, body: dict, namespace: str) -> dict:
-        api = self.custom_object_client
-        return self._call(
-            "update",
-            res.label,
-            namespace,
-            api.replace_namespaced_custom_object,
-            res.group,
-            res.version,
-            namespace,
-            res.plural,
-            body["metadata"]["name"],
-            body,
-        )
+        method = "replace_namespaced_custom_object"
+        return self._custom("update", res, namespace, method, body["metadata"]["name"], body)
 
     def delete_object(self, res: ApiResource, name: str, namespace: str, propagation: str = "Foreground") -> bool:
-        """Delete; returns False when it was already gone."""
-        try:
-            self.custom_object_client.delete_namespaced_custom_object(
-                res.group, res.version, namespace, res.plural, name, propagation_policy=propagation
-            )
-            return True
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            _raise_api_error(exc, "delete", res.label, namespace)
-        return False
+        """Delete; return False when it was already gone."""
+        method = "delete_namespaced_custom_object"
+        done = self._custom("delete", res, namespace, method, name, propagation_policy=propagation, absent=False)
+        return done is not False
 
-    def stop_workflow(self, name: str, namespace: str, strategy: str = "Stop") -> None:
-        """What ``argo stop`` / ``argo terminate`` do: set ``spec.shutdown``. A missing Workflow is fine."""
-        try:
-            self.patch_object(WORKFLOWS, name, {"spec": {"shutdown": strategy}}, namespace)
-        except KubernetesApiError as exc:
-            if exc.status != 404:
-                raise
+    def stop_workflow(self, name: str, namespace: str, strategy: str = STOP_STRATEGY) -> None:
+        """Do what ``argo stop`` / ``argo terminate`` do: set ``spec.shutdown``. A missing Workflow is fine."""
+        patch = {"spec": {"shutdown": strategy}}
+        self._custom("patch", WORKFLOWS, namespace, "patch_namespaced_custom_object", name, patch,
+                     _content_type=MERGE_PATCH, absent=None)  # fmt: skip
+
+    def clean_up_workflow(self, name: str, namespace: str, steps: CleanupSteps) -> bool:
+        """Stop and/or delete a Workflow as ``steps`` say; return whether it was deleted here."""
+        if steps.stop:
+            self.stop_workflow(name, namespace)
+        return steps.delete and self.delete_object(WORKFLOWS, name, namespace, propagation="Foreground")
+
+    def apply_workflow_template(self, body: dict) -> str:
+        """Create or update a WorkflowTemplate (``metadata.namespace`` set); say which was done."""
+        name, namespace = body["metadata"]["name"], body["metadata"]["namespace"]
+        current = self.get_object(WORKFLOW_TEMPLATES, name, namespace)
+        update = _changed_template(current, body)
+        if update is None:
+            return f"WorkflowTemplate {namespace}/{name} is up to date"
+        if current is None:
+            self.create_object(WORKFLOW_TEMPLATES, update, namespace)
+            return f"created WorkflowTemplate {namespace}/{name}"
+        self.replace_object(WORKFLOW_TEMPLATES, update, namespace)
+        return f"updated WorkflowTemplate {namespace}/{name}"
 
 
 class AsyncVolcanoArgoHook(AsyncKubernetesHook):
-    """The asynchronous side, used by triggers: get, watch (resuming from resourceVersion), stream logs.
+    """The asynchronous side, used by triggers: get, list, watch (from a resourceVersion), stream logs, patch, delete.
 
-    Every call leases the process's shared API client for the connection's settings (``hooks/shared_client.py``)
+    Every call leases the process's shared API client for the connection's settings (``hooks/_client_pool.py``)
     instead of building a client per call as ``AsyncKubernetesHook.get_conn()`` does.
     """
 
@@ -189,36 +146,34 @@ class AsyncVolcanoArgoHook(AsyncKubernetesHook):
         async with SHARED_API_CLIENTS.lease(self.client_configuration) as client:
             yield client
 
-    async def _call(self, verb: str, resource: str, namespace: str | None, coro):
-        try:
-            return await coro
-        except AsyncApiException as exc:
-            _raise_api_error(exc, verb, resource, namespace)
+    async def _custom(self, verb: str, res: ApiResource, namespace: str, method: str, *args, absent=_RAISE, **kw):
+        async with self.get_conn() as conn:
+            api = async_client.CustomObjectsApi(conn)
+            try:
+                return await getattr(api, method)(res.group, res.version, namespace, res.plural, *args, **kw)
+            except AsyncApiException as exc:
+                return _absent_or_raise(exc, verb, res.label, namespace, absent)
 
-    async def _raw(self, verb: str, resource: str, namespace: str | None, coro):
-        """A ``_preload_content=False`` call: kubernetes_asyncio returns those responses whatever their status,
-        so an error status (a Status body) is turned into ``KubernetesApiError`` here."""
-        response = await self._call(verb, resource, namespace, coro)
+    async def _raw(self, verb: str, resource: str, namespace: str | None, call: Callable[[], Any]):
+        """Make a ``_preload_content=False`` call, raising the typed error of an error status.
+
+        kubernetes_asyncio returns those responses whatever their status, so an error (a Status body) is read here.
+        """
+        try:
+            response = await call()
+        except AsyncApiException as exc:
+            raise to_api_error(exc, verb, resource, namespace) from exc
         if response.status >= 400:
             try:
                 body = await response.read()
             finally:
                 response.release()
-            raise KubernetesApiError(
-                explain_api_error(response.status, body, verb, resource, namespace), status=response.status
-            )
+            raise api_error(response.status, body, verb, resource, namespace)
         return response
 
     async def get_object(self, res: ApiResource, name: str, namespace: str) -> dict | None:
-        async with self.get_conn() as conn:
-            api = async_client.CustomObjectsApi(conn)
-            try:
-                return await api.get_namespaced_custom_object(res.group, res.version, namespace, res.plural, name)
-            except AsyncApiException as exc:
-                if exc.status == 404:
-                    return None
-                _raise_api_error(exc, "get", res.label, namespace)
-        return None
+        """Return the object, or None when it does not exist."""
+        return await self._custom("get", res, namespace, "get_namespaced_custom_object", name, absent=None)
 
     async def list_objects(
         self,
@@ -229,8 +184,11 @@ class AsyncVolcanoArgoHook(AsyncKubernetesHook):
         limit: int | None = None,
         continue_token: str | None = None,
     ) -> dict:
-        """The raw list (``items`` and ``metadata.resourceVersion``, ``metadata.continue`` for the next page
-        when ``limit`` cut it) of custom or core objects."""
+        """Return the raw list of custom or core objects.
+
+        It has ``items``, ``metadata.resourceVersion``, and ``metadata.continue`` for the next page when ``limit``
+        cut it.
+        """
         query = [
             (k, v)
             for k, v in (
@@ -241,20 +199,9 @@ class AsyncVolcanoArgoHook(AsyncKubernetesHook):
             )
             if v
         ]
+        path = res.collection_path(namespace)
         async with self.get_conn() as conn:
-            response = await self._raw(
-                "list",
-                res.label,
-                namespace,
-                conn.call_api(
-                    res.collection_path(namespace),
-                    "GET",
-                    query_params=query,
-                    auth_settings=["BearerToken"],
-                    _preload_content=False,
-                    _return_http_data_only=True,
-                ),
-            )
+            response = await self._raw("list", res.label, namespace, lambda: _get(conn, path, query, None))
             try:
                 return json.loads(await response.read())
             finally:
@@ -269,9 +216,9 @@ class AsyncVolcanoArgoHook(AsyncKubernetesHook):
         label_selector: str | None = None,
         timeout_seconds: int = 300,
     ) -> AsyncIterator[dict]:
-        """Raw watch events (``{"type", "object"}``) from ``resource_version`` until the server ends the watch.
+        """Yield raw watch events (``{"type", "object"}``) from ``resource_version`` until the server ends the watch.
 
-        Raises ``KubernetesApiError`` with status 410 when that version is too old (the caller relists).
+        Raises ``ApiGoneError`` (410) when that version is too old (the caller relists).
         """
         query: list[tuple[str, Any]] = [
             ("watch", "true"),
@@ -287,11 +234,8 @@ class AsyncVolcanoArgoHook(AsyncKubernetesHook):
         async for event in self._stream_json_lines(path, query, "watch", res.label, namespace, timeout_seconds + 30):
             if event.get("type") == "ERROR" or "object" not in event:
                 # an ERROR event, or a bare Status (seen while the API server shuts down)
-                status = event.get("object", event).get("code")
-                raise KubernetesApiError(
-                    explain_api_error(status, event.get("object", event), "watch", res.label, namespace),
-                    status=status,
-                )
+                status = event.get("object", event)
+                raise api_error(status.get("code"), status, "watch", res.label, namespace)
             yield event
 
     async def _stream_json_lines(self, path, query, verb, resource, namespace, timeout) -> AsyncIterator[dict]:
@@ -314,20 +258,7 @@ class AsyncVolcanoArgoHook(AsyncKubernetesHook):
     ) -> AsyncIterator[bytes]:
         """GET ``path`` and yield the body in chunks of at most 64 KiB as it arrives."""
         async with self.get_conn() as conn:
-            response = await self._raw(
-                verb,
-                resource,
-                namespace,
-                conn.call_api(
-                    path,
-                    "GET",
-                    query_params=query,
-                    auth_settings=["BearerToken"],
-                    _preload_content=False,
-                    _return_http_data_only=True,
-                    _request_timeout=timeout,
-                ),
-            )
+            response = await self._raw(verb, resource, namespace, lambda: _get(conn, path, query, timeout))
             try:
                 async for chunk in response.content.iter_chunked(LOG_CHUNK_BYTES):
                     yield chunk
@@ -337,7 +268,7 @@ class AsyncVolcanoArgoHook(AsyncKubernetesHook):
     async def stream_log(
         self, pod: str, container: str, namespace: str, since_time: str | None, follow: bool
     ) -> AsyncIterator[bytes]:
-        """The container's log with timestamps, chunk by chunk (bounded), from ``since_time``."""
+        """Yield the container's log with timestamps, chunk by chunk (bounded), from ``since_time``."""
         path = f"/api/v1/namespaces/{namespace}/pods/{pod}/log"
         query = log_query(container, since_time, follow, None)
         # (connect, read-idle) for a follow: no total limit (cncf-kubernetes turns None into a 60 s total, which
@@ -347,33 +278,36 @@ class AsyncVolcanoArgoHook(AsyncKubernetesHook):
             yield chunk
 
     async def patch_object(self, res: ApiResource, name: str, patch: dict, namespace: str) -> dict:
-        async with self.get_conn() as conn:
-            api = async_client.CustomObjectsApi(conn)
-            return await self._call(
-                "patch",
-                res.label,
-                namespace,
-                api.patch_namespaced_custom_object(
-                    res.group,
-                    res.version,
-                    namespace,
-                    res.plural,
-                    name,
-                    patch,
-                    _content_type="application/merge-patch+json",
-                ),
-            )
+        method = "patch_namespaced_custom_object"
+        return await self._custom("patch", res, namespace, method, name, patch, _content_type=MERGE_PATCH)
 
     async def delete_object(self, res: ApiResource, name: str, namespace: str, propagation: str = "Foreground") -> bool:
-        async with self.get_conn() as conn:
-            api = async_client.CustomObjectsApi(conn)
-            try:
-                await api.delete_namespaced_custom_object(
-                    res.group, res.version, namespace, res.plural, name, propagation_policy=propagation
-                )
-                return True
-            except AsyncApiException as exc:
-                if exc.status == 404:
-                    return False
-                _raise_api_error(exc, "delete", res.label, namespace)
-        return False
+        """Delete; return False when it was already gone."""
+        method = "delete_namespaced_custom_object"
+        done = await self._custom("delete", res, namespace, method, name, propagation_policy=propagation, absent=False)
+        return done is not False
+
+    async def stop_workflow(self, name: str, namespace: str, strategy: str = STOP_STRATEGY) -> None:
+        """Set the Workflow's ``spec.shutdown`` (``argo terminate``). A missing Workflow is fine."""
+        patch = {"spec": {"shutdown": strategy}}
+        await self._custom("patch", WORKFLOWS, namespace, "patch_namespaced_custom_object", name, patch,
+                           _content_type=MERGE_PATCH, absent=None)  # fmt: skip
+
+    async def clean_up_workflow(self, name: str, namespace: str, steps: CleanupSteps) -> bool:
+        """Stop and/or delete a Workflow as ``steps`` say; return whether it was deleted here."""
+        if steps.stop:
+            await self.stop_workflow(name, namespace)
+        return steps.delete and await self.delete_object(WORKFLOWS, name, namespace, propagation="Foreground")
+
+
+def _get(conn: async_client.ApiClient, path: str, query: list, timeout: Any):
+    """Start a raw GET whose response the caller reads (and releases) itself."""
+    return conn.call_api(
+        path,
+        "GET",
+        query_params=query,
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+        _return_http_data_only=True,
+        _request_timeout=timeout,
+    )

@@ -12,14 +12,14 @@ if TYPE_CHECKING:
 
 
 def argo_workflow_url(base_url: str | None, namespace: str, name: str) -> str | None:
-    """``<argo base url>/workflows/<namespace>/<name>`` (the Argo UI's route), or None without a base URL."""
+    """Return ``<argo base url>/workflows/<namespace>/<name>`` (the Argo UI's route), or None without a base URL."""
     if not base_url:
         return None
     return f"{base_url.rstrip('/')}/workflows/{namespace}/{name}"
 
 
 class ArgoWorkflowLink(BaseOperatorLink):
-    """ "Argo Workflow" button: the URL is stored in XCom by the operator once the Workflow exists.
+    """Link the task to its Workflow in the Argo UI: the URL is stored in XCom once the Workflow exists.
 
     The base URL comes from the operator's ``argo_base_url`` or the connection extra ``argo_base_url``; with
     neither there is no link.

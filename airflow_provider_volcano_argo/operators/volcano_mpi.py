@@ -1,5 +1,6 @@
-"""``VolcanoMPIJobOperator``: one MPI run as a Volcano Job (mpimaster + N mpiworker, gang-scheduled), submitted
-through the shipped ``volcano-mpi`` WorkflowTemplate, with the master's log in the task log.
+"""``VolcanoMPIJobOperator``: one MPI run as a Volcano Job (mpimaster + N mpiworker, gang-scheduled).
+
+It is submitted through the shipped ``volcano-mpi`` WorkflowTemplate, with the master's log in the task log.
 """
 
 from __future__ import annotations
@@ -7,10 +8,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from airflow_provider_volcano_argo.names import derive_job_name
+from airflow_provider_volcano_argo.models.names import derive_job_name
+from airflow_provider_volcano_argo.models.params import VolcanoMPIJobParameters, validate_workflow_parameters
+from airflow_provider_volcano_argo.models.policies import FollowMode
 from airflow_provider_volcano_argo.operators.argo_workflow import ArgoWorkflowTemplateOperator
-from airflow_provider_volcano_argo.params import VolcanoMPIJobParameters, validate_workflow_parameters
-from airflow_provider_volcano_argo.templates import DEFAULT_TEMPLATE, MASTER_AFTER_WORKERS_TEMPLATE, install_templates
+from airflow_provider_volcano_argo.templates import DEFAULT_TEMPLATE, MASTER_AFTER_WORKERS_TEMPLATE, workflow_templates
 
 
 class VolcanoMPIJobOperator(ArgoWorkflowTemplateOperator):
@@ -61,7 +63,7 @@ class VolcanoMPIJobOperator(ArgoWorkflowTemplateOperator):
         "memory_per_worker",
         "priority_class",
     )
-    follow_mode = "job"
+    follow_mode = FollowMode.JOB
 
     def __init__(
         self,
@@ -103,7 +105,7 @@ class VolcanoMPIJobOperator(ArgoWorkflowTemplateOperator):
         self.ensure_template = ensure_template
 
     def job_parameters(self, context: Any) -> VolcanoMPIJobParameters:
-        """The typed Volcano Job parameters after templating (Jinja renders numbers as strings)."""
+        """Return the typed Volcano Job parameters after templating (Jinja renders numbers as strings)."""
         ti = context["ti"]
         name = self.job_name or derive_job_name(ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number)
         return VolcanoMPIJobParameters(
@@ -134,13 +136,13 @@ class VolcanoMPIJobOperator(ArgoWorkflowTemplateOperator):
         if self.ensure_template:
             self.workflow_parameters(context)  # refuse bad input before touching the cluster
             hook = self.hook
-            for line in install_templates(hook, hook.resolve_namespace(self.namespace), (self.workflow_template,)):
-                self.log.info("%s", line)
+            for body in workflow_templates((self.workflow_template,), hook.resolve_namespace(self.namespace)):
+                self.log.info("%s", hook.apply_workflow_template(body))
         return super().execute(context)
 
 
 def _int(value: Any) -> Any:
-    """Jinja-rendered numbers arrive as strings; anything else is left for validation to refuse."""
+    """Turn a Jinja-rendered number back into an int; leave anything else for validation to refuse."""
     if isinstance(value, str) and value.strip().lstrip("-").isdigit():
         return int(value)
     return value

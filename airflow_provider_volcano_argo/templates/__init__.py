@@ -1,15 +1,15 @@
-"""The WorkflowTemplates and RBAC this provider ships, and a way to install or update them."""
+"""The WorkflowTemplates and RBAC this provider ships, loaded from their YAML.
+
+Installing one is a hook call: ``VolcanoArgoHook.apply_workflow_template``.
+"""
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from importlib import resources
-from typing import TYPE_CHECKING
 
 import yaml
-
-if TYPE_CHECKING:
-    from airflow_provider_volcano_argo.hooks.volcano_argo import VolcanoArgoHook
 
 DEFAULT_TEMPLATE = "volcano-mpi"
 MASTER_AFTER_WORKERS_TEMPLATE = "volcano-mpi-master-after-workers"
@@ -25,12 +25,12 @@ def _documents(filename: str) -> list[dict]:
 
 
 def workflow_template(name: str = DEFAULT_TEMPLATE) -> dict:
-    """A shipped WorkflowTemplate as a dict."""
+    """Return a shipped WorkflowTemplate as a dict."""
     return _documents(TEMPLATE_FILES[name])[0]
 
 
 def argo_rbac(namespace: str) -> list[dict]:
-    """The Argo-side Role and RoleBinding for the Workflow service account ``argo`` in ``namespace``."""
+    """Return the Argo-side Role and RoleBinding for the Workflow service account ``argo`` in ``namespace``."""
     docs = _documents("argo-rbac.yaml")
     for doc in docs:
         doc["metadata"]["namespace"] = namespace
@@ -40,7 +40,7 @@ def argo_rbac(namespace: str) -> list[dict]:
 
 
 def airflow_roles(namespace: str) -> list[dict]:
-    """The Airflow-side Roles: ``volcano-argo-airflow`` (least privilege) and ``volcano-argo-airflow-installer``."""
+    """Return the Airflow-side Roles: ``volcano-argo-airflow`` (least privilege), ``volcano-argo-airflow-installer``."""
     docs = _documents("airflow-role.yaml")
     for doc in docs:
         doc["metadata"]["namespace"] = namespace
@@ -48,28 +48,15 @@ def airflow_roles(namespace: str) -> list[dict]:
 
 
 def airflow_rules() -> list[dict]:
-    """The rules of the least-privilege Role (for tests and for building RoleBindings elsewhere)."""
+    """Return the rules of the least-privilege Role (for tests and for building RoleBindings elsewhere)."""
     return copy.deepcopy(_documents("airflow-role.yaml")[0]["rules"])
 
 
-def install_templates(
-    hook: VolcanoArgoHook, namespace: str, names: tuple[str, ...] = tuple(TEMPLATE_FILES)
-) -> list[str]:
-    """Create or update the shipped WorkflowTemplates in ``namespace``; returns what was done, per template."""
-    from airflow_provider_volcano_argo.hooks.volcano_argo import WORKFLOW_TEMPLATES
-
-    done = []
+def workflow_templates(names: Iterable[str], namespace: str) -> list[dict]:
+    """Return the shipped WorkflowTemplates ``names``, placed in ``namespace``."""
+    bodies = []
     for name in names:
         body = workflow_template(name)
         body["metadata"]["namespace"] = namespace
-        current = hook.get_object(WORKFLOW_TEMPLATES, name, namespace)
-        if current is None:
-            hook.create_object(WORKFLOW_TEMPLATES, body, namespace)
-            done.append(f"created WorkflowTemplate {namespace}/{name}")
-        elif current.get("spec") != body["spec"]:
-            body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-            hook.replace_object(WORKFLOW_TEMPLATES, body, namespace)
-            done.append(f"updated WorkflowTemplate {namespace}/{name}")
-        else:
-            done.append(f"WorkflowTemplate {namespace}/{name} is up to date")
-    return done
+        bodies.append(body)
+    return bodies

@@ -6,7 +6,8 @@ import datetime
 
 from airflow.sdk import DAG, Param
 
-from airflow_provider_volcano_argo.sensors.volcano import ArgoWorkflowSensor, VolcanoJobSensor
+from airflow_provider_volcano_argo.sensors.argo_workflow import ArgoWorkflowSensor
+from airflow_provider_volcano_argo.sensors.volcano_job import VolcanoJobSensor
 
 PARAMS = {"namespace": Param("argo", type="string"), "name": Param("x", type="string")}
 START = datetime.datetime(2026, 1, 1)

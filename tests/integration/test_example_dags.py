@@ -1,5 +1,6 @@
 """Every DAG in ``dags/`` runs green on the sandbox through ``dag.test()`` (``volcano_multi_job``: see
-``test_operator_multi_job.py``)."""
+``test_operator_multi_job.py``).
+"""
 
 from __future__ import annotations
 

@@ -49,7 +49,8 @@ _R8_ROW: dict = {}  # one table row for all the examples hypothesis runs
 @given(override=overrides)
 def test_r8_hostile_input_is_refused_before_any_api_call(sandbox, mpi_namespace, caplog, capfd, reliability, override):
     """The Airflow identity has no rights at all here: any API call would fail with Forbidden, so a refusal
-    naming the field proves validation came first; and no object exists afterwards."""
+    naming the field proves validation came first; and no object exists afterwards.
+    """
     from tests.dags.mpi_test_dags import mpi_overrides
 
     field, value = override
@@ -222,7 +223,8 @@ LONG_LINES = [f"R12-long-{k}" + "x" * 65536 + "#end" for k in range(8)]
 
 def _probe(sandbox, namespace: str, job: str, count: int) -> dict:
     """Submit a run whose master prints 8 lines of 64 KiB then ``count`` numbered 100-byte lines, and follow
-    it with the trigger in a process of its own."""
+    it with the trigger in a process of its own.
+    """
     import json
     import subprocess
     import sys
@@ -276,7 +278,8 @@ def test_r13_no_token_or_kubeconfig_secret_in_any_task_log_or_error(
     sandbox, mpi_namespace, caplog, capfd, reliability, request
 ):
     """Runs last (conftest): searches every log and failure report of the session, plus a Forbidden failure of
-    its own, for the sandbox's tokens in any form."""
+    its own, for the sandbox's tokens in any form.
+    """
     import base64
 
     from tests.dags.mpi_test_dags import mpi_hostile as plain

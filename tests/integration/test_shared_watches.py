@@ -1,5 +1,6 @@
 """Shared watches against the real API server: one paged list and one watch for many subscribers, each of
-which sees exactly its own objects."""
+which sees exactly its own objects.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import asyncio
 
 import pytest
 
-from airflow_provider_volcano_argo import watchers
-from airflow_provider_volcano_argo.hooks.volcano_argo import PODS, AsyncVolcanoArgoHook
-from airflow_provider_volcano_argo.shared_watches import SharedObjectWatcher, shared_watches
+from airflow_provider_volcano_argo.engine import reconnect, reflector
+from airflow_provider_volcano_argo.engine.informer import SharedObjectWatcher, shared_watches
+from airflow_provider_volcano_argo.hooks.volcano_argo import AsyncVolcanoArgoHook
+from airflow_provider_volcano_argo.models.resources import PODS
 
 pytestmark = pytest.mark.integration
 
@@ -33,7 +35,7 @@ def test_subscribers_share_one_paged_list_and_watch_and_see_only_their_objects(s
     monkeypatch.setenv(
         "AIRFLOW_CONN_KUBERNETES_DEFAULT", sandbox.environment(admin=True)["AIRFLOW_CONN_KUBERNETES_DEFAULT"]
     )
-    monkeypatch.setattr(watchers, "LIST_PAGE_SIZE", 2)
+    monkeypatch.setattr(reflector, "LIST_PAGE_SIZE", 2)
     seen: dict[str, list[tuple[str, list[str]]]] = {f"j{i}": [] for i in range(5)}
 
     async def scenario():
@@ -87,8 +89,8 @@ def test_a_resource_type_the_server_does_not_serve_fails_every_subscriber_at_onc
     sandbox, sandbox_namespace, monkeypatch
 ):
     """A missing CRD is final at the first list (the 404 grace is only for types listed before)."""
-    from airflow_provider_volcano_argo.errors import KubernetesApiError
-    from airflow_provider_volcano_argo.hooks.volcano_argo import ApiResource
+    from airflow_provider_volcano_argo.exceptions import ApiNotFoundError
+    from airflow_provider_volcano_argo.models.resources import ApiResource
 
     monkeypatch.setenv(
         "AIRFLOW_CONN_KUBERNETES_DEFAULT", sandbox.environment(admin=True)["AIRFLOW_CONN_KUBERNETES_DEFAULT"]
@@ -105,8 +107,8 @@ def test_a_resource_type_the_server_does_not_serve_fails_every_subscriber_at_onc
             for i in range(2)
         ]
         # bounded by the grace: waiting it out would mean the 404 was taken for a passing one
-        return await asyncio.wait_for(asyncio.gather(*runs, return_exceptions=True), watchers.FORBIDDEN_GRACE_SECONDS)
+        return await asyncio.wait_for(asyncio.gather(*runs, return_exceptions=True), reconnect.REFUSAL_GRACE_SECONDS)
 
     errors = asyncio.run(scenario())
-    assert [type(e) for e in errors] == [KubernetesApiError, KubernetesApiError]
+    assert [type(e) for e in errors] == [ApiNotFoundError, ApiNotFoundError]
     assert all(e.status == 404 and "widgets.example.com" in str(e) for e in errors), errors

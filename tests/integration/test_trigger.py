@@ -8,9 +8,9 @@ import importlib
 import pytest
 
 from airflow_provider_volcano_argo import templates
-from airflow_provider_volcano_argo.follower import FollowSpec
+from airflow_provider_volcano_argo.models.follow import FollowSpec
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
-from airflow_provider_volcano_argo.triggers.volcano_workflow import VolcanoWorkflowTrigger
+from airflow_provider_volcano_argo.triggers.argo_workflow import ArgoWorkflowTrigger
 
 from .helpers import phase_of, submit_from_template, wait_for
 from .reliability import leftovers
@@ -21,7 +21,8 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def submitted(sandbox, sandbox_namespace, monkeypatch, request):
     """A running MPI Workflow from the shipped template, and the Airflow connection (least privilege); its
-    master prints 40 lines at 10 per second unless the test asks for another pace (indirect parameter)."""
+    master prints 40 lines at 10 per second unless the test asks for another pace (indirect parameter).
+    """
     ns = sandbox_namespace
     body = templates.workflow_template()
     body["metadata"]["namespace"] = ns
@@ -40,11 +41,11 @@ def submitted(sandbox, sandbox_namespace, monkeypatch, request):
     sandbox.kubelet.programs.clear()
 
 
-def _trigger(ns: str, wf: dict) -> VolcanoWorkflowTrigger:
+def _trigger(ns: str, wf: dict) -> ArgoWorkflowTrigger:
     spec = FollowSpec(
         namespace=ns, workflow_name=wf["metadata"]["name"], workflow_uid=wf["metadata"]["uid"], job_name="traced"
     )
-    return VolcanoWorkflowTrigger(spec=spec.to_dict(), connection={"kubernetes_conn_id": "kubernetes_default"})
+    return ArgoWorkflowTrigger(spec=spec.to_dict(), connection={"kubernetes_conn_id": "kubernetes_default"})
 
 
 def _logging_triggers(ns: str, workflows: dict[str, dict], shown: dict[str, list[str]]) -> list:
@@ -52,13 +53,13 @@ def _logging_triggers(ns: str, workflows: dict[str, dict], shown: dict[str, list
     triggers = []
     for job, workflow in workflows.items():
         spec = FollowSpec(namespace=ns, workflow_name=workflow["metadata"]["name"], job_name=job)
-        trigger = VolcanoWorkflowTrigger(spec=spec.to_dict(), connection={"kubernetes_conn_id": "kubernetes_default"})
+        trigger = ArgoWorkflowTrigger(spec=spec.to_dict(), connection={"kubernetes_conn_id": "kubernetes_default"})
         trigger.log.info = lambda msg, *args, job=job: shown[job].append(msg % args if args else msg)
         triggers.append(trigger)
     return triggers
 
 
-def _rebuild(trigger: VolcanoWorkflowTrigger) -> VolcanoWorkflowTrigger:
+def _rebuild(trigger: ArgoWorkflowTrigger) -> ArgoWorkflowTrigger:
     classpath, kwargs = trigger.serialize()
     module, name = classpath.rsplit(".", 1)
     return getattr(importlib.import_module(module), name)(**kwargs)
@@ -155,9 +156,10 @@ def test_api_server_restart_mid_run_loses_and_repeats_nothing(sandbox, submitted
 @pytest.mark.parametrize("submitted", [{"rate": 2, "duration": 20}], indirect=True)
 def test_followers_in_one_triggerer_share_watches_and_api_client(sandbox, submitted):
     """Two deferred runs in one event loop: one watch per resource and one API client between them, and each
-    still gets exactly its own job's outcome and log."""
-    from airflow_provider_volcano_argo.hooks.shared_client import SHARED_API_CLIENTS
-    from airflow_provider_volcano_argo.shared_watches import shared_watches
+    still gets exactly its own job's outcome and log.
+    """
+    from airflow_provider_volcano_argo.engine.informer import shared_watches
+    from airflow_provider_volcano_argo.hooks._client_pool import SHARED_API_CLIENTS
 
     ns, wf = submitted
     second = submit_from_template(sandbox.api, ns, "volcano-mpi", {"job-name": "traced-2"})
@@ -202,7 +204,7 @@ def test_log_poll_interval_reads_without_holding_a_stream_and_loses_or_repeats_n
 
     monkeypatch.setattr(AsyncVolcanoArgoHook, "stream_log", recording_stream_log)
     spec = FollowSpec(namespace=ns, workflow_name=wf["metadata"]["name"], job_name="traced", log_poll_interval=1.5)
-    trigger = VolcanoWorkflowTrigger(spec=spec.to_dict(), connection={"kubernetes_conn_id": "kubernetes_default"})
+    trigger = ArgoWorkflowTrigger(spec=spec.to_dict(), connection={"kubernetes_conn_id": "kubernetes_default"})
     shown: list[str] = []
     trigger.log.info = lambda msg, *args: shown.append(msg % args if args else msg)
     event = asyncio.run(trigger.run().__anext__())
@@ -215,7 +217,8 @@ def test_logs_beyond_max_followed_logs_are_read_every_interval_and_lose_or_repea
     sandbox, submitted, monkeypatch
 ):
     """Two deferred runs in one triggerer limited to one followed log: never two follow reads at once; the
-    other log is read every interval (and says so once in its task log); both logs are complete, each line once."""
+    other log is read every interval (and says so once in its task log); both logs are complete, each line once.
+    """
     from airflow_provider_volcano_argo.hooks.volcano_argo import AsyncVolcanoArgoHook
 
     ns, wf = submitted

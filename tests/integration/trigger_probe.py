@@ -1,4 +1,4 @@
-"""Run ``VolcanoWorkflowTrigger`` in a process of its own (as a triggerer would) and report what it delivered.
+"""Run ``ArgoWorkflowTrigger`` in a process of its own (as a triggerer would) and report what it delivered.
 
 ``python -m tests.integration.trigger_probe NAMESPACE WORKFLOW JOB`` prints one JSON object: the event status,
 how many log lines arrived, whether the numbered lines (``<tag>-<7 digits>``) came complete and in order, how
@@ -20,8 +20,8 @@ def _status_kib(field: str) -> int:
 
 
 def main(namespace: str, workflow: str, job: str) -> dict:
-    from airflow_provider_volcano_argo.follower import FollowSpec
-    from airflow_provider_volcano_argo.triggers.volcano_workflow import VolcanoWorkflowTrigger
+    from airflow_provider_volcano_argo.models.follow import FollowSpec
+    from airflow_provider_volcano_argo.triggers.argo_workflow import ArgoWorkflowTrigger
 
     numbered = re.compile(r"^[A-Za-z0-9]+-(\d{7})$")
     seen = {"lines": 0, "next": 0, "out_of_order": 0, "long_intact": 0, "rss_start": 0}
@@ -41,7 +41,7 @@ def main(namespace: str, workflow: str, job: str) -> dict:
             seen["long_intact"] += 1
 
     spec = FollowSpec(namespace=namespace, workflow_name=workflow, job_name=job)
-    trigger = VolcanoWorkflowTrigger(spec=spec.to_dict(), connection={"kubernetes_conn_id": "kubernetes_default"})
+    trigger = ArgoWorkflowTrigger(spec=spec.to_dict(), connection={"kubernetes_conn_id": "kubernetes_default"})
     trigger.log.info = emit
     event = asyncio.run(trigger.run().__anext__())
     return {

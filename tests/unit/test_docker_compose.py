@@ -1,5 +1,6 @@
 """The docker-compose quickstart: its structure, the image it builds, the connection it sets, and the README's
-service names. No Docker engine is needed; `config` runs only where a Compose CLI is installed."""
+service names. No Docker engine is needed; `config` runs only where a Compose CLI is installed.
+"""
 
 from __future__ import annotations
 

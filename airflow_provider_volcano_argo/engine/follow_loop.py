@@ -1,0 +1,86 @@
+"""The one loop every follower runs: watch, take a step on each change, then let the logs drain.
+
+It starts the follower's watches, wakes on each change (or every second) to take a step, and once the outcome is
+known lets the logs read their last lines.
+
+``WorkflowFollower`` (a Workflow and its Volcano Jobs, for the operators) and ``ObjectPhaseFollower`` (one
+object, for the sensors) differ only in their watches and in ``step``.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import contextlib
+import time
+from typing import TYPE_CHECKING
+
+from airflow_provider_volcano_argo.exceptions import VolcanoArgoApiError
+from airflow_provider_volcano_argo.models.follow import FollowOutcome, with_unreadable_log
+
+if TYPE_CHECKING:
+    from airflow_provider_volcano_argo.engine.pod_logs import PodLogForwarder
+    from airflow_provider_volcano_argo.engine.reflector import ObjectWatcher
+
+#: Wake-ups without a change: deadlines and heartbeats are checked at least this often.
+TICK_SECONDS = 1.0
+
+
+class FollowLoop(abc.ABC):
+    """Runs the watches of ``watchers()`` and calls ``step()`` after every change until it returns an outcome."""
+
+    def __init__(self, logs: PodLogForwarder | None = None) -> None:
+        self.logs = logs
+        self.changed = asyncio.Event()
+
+    @abc.abstractmethod
+    def watchers(self) -> list[ObjectWatcher]:
+        """Return the watches to run; their callbacks set ``self.changed``."""
+
+    @abc.abstractmethod
+    async def step(self, now: float) -> FollowOutcome | None:
+        """Report progress and return the outcome once it is known (``now``: epoch seconds)."""
+
+    async def suspend(self) -> None:
+        """Keep what a later follower needs: cancelled before an outcome (a triggerer restart)."""
+        return None
+
+    async def before_drain(self, outcome: FollowOutcome) -> None:
+        """Report the last progress, before the logs' last lines."""
+        return None
+
+    async def follow(self) -> FollowOutcome:
+        """Follow until the outcome is known; API errors become an ``error`` outcome."""
+        tasks: list[asyncio.Task] = []
+        outcome: FollowOutcome | None = None
+        try:
+            tasks = [asyncio.create_task(watcher.run()) for watcher in self.watchers()]
+            while outcome is None:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self.changed.wait(), timeout=TICK_SECONDS)
+                self.changed.clear()
+                for task in tasks:
+                    if task.done() and task.exception():
+                        raise task.exception()  # type: ignore[misc]
+                if self.logs is not None:
+                    self.logs.raise_failure()
+                outcome = await self.step(time.time())
+        except VolcanoArgoApiError as exc:
+            outcome = FollowOutcome("error", str(exc), reason="api_error")
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)  # their connections are closed
+            if outcome is None:  # cancelled: stop streaming, keep the place for the next follower
+                if self.logs is not None:
+                    self.logs.cancel()
+                await asyncio.shield(self.suspend())
+        await self.before_drain(outcome)
+        if self.logs is None:
+            return outcome
+        await self.logs.drain(deleted=outcome.reason == "deleted")
+        try:
+            self.logs.raise_failure()
+        except VolcanoArgoApiError as exc:
+            outcome = with_unreadable_log(outcome, str(exc))
+        return outcome

@@ -1,0 +1,252 @@
+"""Read the MPI master's log: every container instance of a Volcano task's pods, into the task log.
+
+Lines go in order, nothing lost, nothing repeated.
+
+Each container instance (pod uid + container + restart count) has its own ``LogCursor``. Reading starts at the
+cursor's ``sinceTime`` (second precision on the wire) and the cursor drops what was already shown, so a dropped
+connection, an API server restart or a new trigger (triggerer restart) resumes exactly where the last one stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from airflow_provider_volcano_argo.engine.followed_log_slots import FollowedLogSlots, followed_log_slots
+from airflow_provider_volcano_argo.engine.informer import SharedObjectWatcher
+from airflow_provider_volcano_argo.engine.reconnect import Reconnect
+from airflow_provider_volcano_argo.exceptions import ApiNotFoundError
+from airflow_provider_volcano_argo.models.container_instances import instance_finished, job_of_pod, log_instances
+from airflow_provider_volcano_argo.models.log_cursor import CursorBook, LineSplitter, LogCursor, parse_log_line
+from airflow_provider_volcano_argo.models.resources import PODS
+
+if TYPE_CHECKING:
+    from airflow_provider_volcano_argo.hooks.volcano_argo import AsyncVolcanoArgoHook
+
+MAX_LINE_BYTES = 1024 * 1024
+TAIL_LINES = 20
+#: Once the outcome is known, logs are read on until no line arrived for this long; when the objects were
+#: deleted from outside, for this long in all (their pods may take a whole grace period to die, and the task
+#: should fail at once).
+DRAIN_SECONDS = 30.0
+DELETED_DRAIN_SECONDS = 2.0
+
+
+@dataclass
+class InstanceStream:
+    """Follows one container instance until it has ended and its last line was read."""
+
+    hook: AsyncVolcanoArgoHook
+    namespace: str
+    pod: str
+    container: str
+    key: str
+    book: CursorBook
+    emit: Callable[[str], None]
+    is_finished: Callable[[], bool]
+    prefix: str = ""
+    header: str | None = None
+    poll_interval: float | None = None  # read every so often instead of holding a follow stream
+    slots: FollowedLogSlots | None = None  # the triggerer's limit on followed logs (default: the running loop's)
+    tail: deque = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
+    lines_emitted: int = 0
+    overflowed: bool = False  # told the task log once that this log is read every few seconds
+
+    async def run(self) -> None:
+        """Stream until the instance ended (or its pod is gone), reconnecting from the cursor as needed."""
+        if self.key in self.book.done:
+            return
+        if self.header and self.key not in self.book.headers:
+            self.emit(self.header)
+            self.book.headers.add(self.key)
+        cursor = self.book.cursor(self.key)
+        slots = self.slots or followed_log_slots()
+        reconnect = Reconnect(f"log stream of {self.pod}")
+        if self.poll_interval:
+            # a random part of the interval first: runs deferred (or resumed by a restarted triggerer) together
+            # then read at different times, through a few pooled connections instead of one each at once
+            await self._wait_for_end(self.poll_interval * random.random())
+        while True:
+            finished_before = self.is_finished()
+            follow = not finished_before and not self.poll_interval and slots.try_acquire()
+            if not (follow or finished_before or self.poll_interval or self.overflowed):
+                # beyond the limit: say so once, and read first at a random point of the interval (runs deferred
+                # together would otherwise each open a connection at the same moment)
+                self._tell_overflow(slots)
+                await self._wait_for_end(slots.overflow_poll_interval * random.random())
+                continue
+            try:
+                await self._read(cursor, follow=follow)
+                reconnect.reset()
+            except ApiNotFoundError:  # pod deleted: what was streamed is all there is
+                break
+            except Exception as exc:  # 400 while the container is still being created, 5xx, dropped connection
+                await reconnect.recover(exc)
+                continue
+            finally:
+                if follow:
+                    slots.release()
+            if finished_before:
+                break  # a complete read of an ended instance: nothing more can come
+            if self.is_finished():
+                continue  # the follow stream ended with the container: one more read catches the tail
+            if self.poll_interval:
+                await self._wait_for_end(self.poll_interval)
+            elif not follow:  # jittered, so that the overflowing logs stay spread over the interval
+                await self._wait_for_end(slots.overflow_poll_interval * random.uniform(0.5, 1.5))
+        self.book.done.add(self.key)
+
+    def _tell_overflow(self, slots: FollowedLogSlots) -> None:
+        self.overflowed = True
+        self.emit(
+            f"{slots.limit} logs are followed in this triggerer already ([volcano_argo] max_followed_logs): "
+            f"reading the log of {self.pod} every {slots.overflow_poll_interval:g} s until one of them ends"
+        )
+
+    async def _wait_for_end(self, seconds: float) -> None:
+        """Sleep ``seconds``, but notice within a second that the instance ended (its last read is due)."""
+        deadline = time.monotonic() + seconds
+        # is_finished() is computed from the pod watch's cache: checking it each second bounds the last read's delay
+        while not self.is_finished() and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(min(1.0, max(deadline - time.monotonic(), 0.0)))
+
+    async def _read(self, cursor: LogCursor, follow: bool) -> None:
+        splitter = LineSplitter(MAX_LINE_BYTES)
+        cursor.rewind()
+        async for chunk in self.hook.stream_log(self.pod, self.container, self.namespace, cursor.since_time(), follow):
+            for raw in splitter.feed(chunk):
+                self._accept(cursor, raw)
+        for raw in splitter.flush():
+            self._accept(cursor, raw)
+
+    def _accept(self, cursor: LogCursor, raw: bytes) -> None:
+        line = parse_log_line(raw)
+        if line is None or not cursor.accept(line):
+            return
+        text = self.prefix + line.text
+        self.emit(text)
+        self.tail.append(text)
+        self.lines_emitted += 1
+
+
+class PodLogForwarder:
+    """Watches the pods of one Volcano task (``label_selector``) and streams their ``container``'s logs.
+
+    Every instance in the pods of the ``jobs()`` it is told about, oldest attempt first, each under a header naming
+    the attempt.
+    """
+
+    def __init__(
+        self,
+        hook: AsyncVolcanoArgoHook,
+        namespace: str,
+        label_selector: str,
+        container: str,
+        jobs: Callable[[], set[str]],
+        book: CursorBook,
+        emit: Callable[[str], None],
+        prefix_job_names: bool = False,
+        on_change: Callable[[], None] | None = None,
+        poll_interval: float | None = None,
+    ):
+        self.hook, self.namespace, self.label_selector = hook, namespace, label_selector
+        self.container, self.jobs, self.book, self.emit = container, jobs, book, emit
+        self.prefix_job_names, self.poll_interval = prefix_job_names, poll_interval
+        self.on_change = on_change or (lambda: None)
+        self.pods: dict[str, dict] = {}
+        self.streams: dict[str, tuple[asyncio.Task, InstanceStream]] = {}
+        self.stream_jobs: dict[str, str] = {}
+        self.synced = False  # the pods have been listed once: every instance that exists has a stream
+        self.paused = False
+
+    def watcher(self) -> SharedObjectWatcher:
+        return SharedObjectWatcher(self.hook, PODS, self.namespace, self._on_pod, label_selector=self.label_selector)
+
+    async def _on_pod(self, kind: str, obj: dict) -> None:
+        items = obj["items"] if kind == "SYNCED" else [obj]
+        if kind == "SYNCED":
+            self.pods = {}
+        for pod in items:
+            uid = pod["metadata"]["uid"]
+            if kind == "DELETED":
+                self.pods.pop(uid, None)
+            else:
+                self.pods[uid] = pod
+        self.start_streams()
+        self.synced = self.synced or kind == "SYNCED"
+        self.on_change()
+
+    def start_streams(self) -> None:
+        """Start a stream for every instance that has started and is not streamed or done yet.
+
+        Not while ``paused``: the owner is still loading the cursors of an earlier follower.
+        """
+        if self.paused:
+            return
+        for pod, instance in log_instances(self.pods.values(), self.container, self.jobs()):
+            key = instance.key
+            if key in self.streams or key in self.book.done:
+                continue
+            job = job_of_pod(pod)
+            stream = InstanceStream(
+                hook=self.hook,
+                namespace=self.namespace,
+                pod=pod["metadata"]["name"],
+                container=self.container,
+                key=key,
+                book=self.book,
+                emit=self.emit,
+                is_finished=lambda k=key: instance_finished(self.pods.values(), k),
+                prefix=f"[{job}] " if self.prefix_job_names else "",
+                header=instance.header(job, self.prefix_job_names),
+                poll_interval=self.poll_interval,
+            )
+            self.streams[key] = (asyncio.create_task(stream.run()), stream)
+            self.stream_jobs[key] = job
+
+    async def drain(self, deleted: bool = False) -> None:
+        """Let the streams read up to the end of their instances while they make progress.
+
+        Stop when no line arrived for ``DRAIN_SECONDS`` (a long backlog is read to its end, a stalled stream cannot
+        hold the outcome back), or after ``DELETED_DRAIN_SECONDS`` in all when the objects were ``deleted``.
+        """
+        tasks = [task for task, _ in self.streams.values() if not task.done()]
+        if deleted:
+            if tasks:
+                await asyncio.wait(tasks, timeout=DELETED_DRAIN_SECONDS)
+        else:
+            pending = set(tasks)
+            while pending:
+                before = self.lines_emitted
+                _, pending = await asyncio.wait(pending, timeout=DRAIN_SECONDS)
+                if self.lines_emitted == before:
+                    break
+        self.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)  # their connections are closed
+
+    def raise_failure(self) -> None:
+        """Re-raise what ended a stream abnormally (e.g. a lasting 403 on ``pods/log``), so the run fails."""
+        for task, _ in self.streams.values():
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+
+    def cancel(self) -> None:
+        for task, _ in self.streams.values():
+            if not task.done():
+                task.cancel()
+
+    def tails(self) -> dict[str, list[str]]:
+        """Return the last lines shown per job (for failure diagnostics)."""
+        tails: dict[str, list[str]] = {}
+        for key, (_, stream) in self.streams.items():
+            tails.setdefault(self.stream_jobs[key], []).extend(stream.tail)
+        return {job: lines[-TAIL_LINES:] for job, lines in tails.items()}
+
+    @property
+    def lines_emitted(self) -> int:
+        return sum(stream.lines_emitted for _, stream in self.streams.values())

@@ -1,0 +1,233 @@
+"""Follow one Argo Workflow and the Volcano Jobs it creates until the outcome is known.
+
+Run by the trigger (in the triggerer) and by blocking mode (in the worker): watches (not polls) the Workflow, its
+Volcano Jobs and their log-task pods, writes progress lines and the chosen task's log into the task log, keeps
+its log cursors on the Workflow, and returns one ``FollowEvent`` (the trigger's event payload).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from airflow_provider_volcano_argo.engine.follow_loop import FollowLoop
+from airflow_provider_volcano_argo.engine.informer import SharedObjectWatcher
+from airflow_provider_volcano_argo.engine.pod_logs import PodLogForwarder
+from airflow_provider_volcano_argo.exceptions import VolcanoArgoApiError
+from airflow_provider_volcano_argo.models.container_instances import exit_codes
+from airflow_provider_volcano_argo.models.follow import FollowOutcome, FollowSpec, decide, owned_by
+from airflow_provider_volcano_argo.models.log_cursor import CursorBook
+from airflow_provider_volcano_argo.models.names import CURSOR_ANNOTATION, podgroup_name
+from airflow_provider_volcano_argo.models.phases import job_phase, workflow_message, workflow_phase
+from airflow_provider_volcano_argo.models.progress import heartbeat_line, job_change_line, workflow_change_line
+from airflow_provider_volcano_argo.models.resources import PODGROUPS, VOLCANO_JOBS, WORKFLOWS
+from airflow_provider_volcano_argo.models.results import FollowEvent, job_summary, workflow_summary
+from airflow_provider_volcano_argo.models.selectors import name_selector, task_pods_selector
+
+if TYPE_CHECKING:
+    from airflow_provider_volcano_argo.hooks.volcano_argo import AsyncVolcanoArgoHook
+
+#: A triggerer that stops cleanly saves the cursors as it goes; the periodic save only bounds what a crashed one
+#: repeats, so it is rare (each save is an API request, benchmarks/api_load.py).
+CURSOR_SAVE_SECONDS = 120.0
+HEARTBEAT_SECONDS = 60.0
+
+
+class WorkflowFollower(FollowLoop):
+    """Watches, streams and decides; ``run()`` returns the event."""
+
+    def __init__(
+        self,
+        hook: AsyncVolcanoArgoHook,
+        spec: FollowSpec,
+        book: CursorBook | None = None,
+        emit: Callable[[str], None] = print,
+    ):
+        self.hook = hook
+        self.spec = spec
+        self.book = book or CursorBook()
+        self.emit = emit
+        self.workflow: dict | None = None
+        self.workflow_gone = False
+        self.jobs: dict[str, dict] = {}
+        self.jobs_gone: set[str] = set()
+        self._listed: set[str] = set()
+        super().__init__(
+            PodLogForwarder(
+                hook,
+                spec.namespace,
+                task_pods_selector(spec.log_task, spec.job_name),
+                spec.container,
+                jobs=lambda: set(self.jobs),
+                book=self.book,
+                emit=emit,
+                prefix_job_names=spec.prefix_job_names,
+                on_change=self._changed,
+                poll_interval=spec.log_poll_interval,
+            )
+        )
+        self.logs: PodLogForwarder
+        self.logs.paused = True  # until the saved cursors are known (first list of the Workflow)
+        self.started = time.monotonic()
+        self._last_save = time.monotonic()
+        self._saved: str | None = None  # the cursors as last stored on the Workflow
+        self._last_heartbeat = time.monotonic()
+        self._phases: dict[str, str] = {}
+
+    def _changed(self) -> None:
+        self.changed.set()
+
+    # -- watch callbacks ---------------------------------------------------------------------------------
+    def _synced(self) -> bool:
+        """Tell whether every watcher has listed once (until then a missing Job or pod means "not seen yet")."""
+        return {"workflow", "jobs"} <= self._listed and (self.logs.synced or not self.spec.stream_logs)
+
+    async def _on_workflow(self, kind: str, obj: dict) -> None:
+        if kind == "SYNCED":
+            items = obj["items"]
+            if "workflow" not in self._listed:
+                self._listed.add("workflow")
+                self._resume_from(items[0] if items else None)
+            if items:
+                self.workflow = items[0]
+            elif self.workflow is not None:
+                self.workflow_gone = True
+        elif kind == "DELETED":
+            self.workflow_gone = True
+        else:
+            self.workflow = obj
+        if self.workflow and not self.spec.workflow_uid:
+            self.spec.workflow_uid = self.workflow["metadata"]["uid"]
+        self.changed.set()
+
+    async def _on_job(self, kind: str, obj: dict) -> None:
+        items = obj["items"] if kind == "SYNCED" else [obj]
+        if kind == "SYNCED":
+            self._listed.add("jobs")
+            present = {j["metadata"]["name"] for j in items}
+            self.jobs_gone |= {name for name in self.jobs if name not in present}
+        for job in items:
+            if not self._tracks(job):
+                continue
+            name = job["metadata"]["name"]
+            if kind == "DELETED":
+                self.jobs_gone.add(name)
+            else:
+                self.jobs[name] = job
+        if self.spec.stream_logs:
+            self.logs.start_streams()
+        self.changed.set()
+
+    def _tracks(self, job: dict) -> bool:
+        if self.spec.job_name:
+            return job["metadata"]["name"] == self.spec.job_name
+        return owned_by(job, self.spec.workflow_uid)
+
+    # -- progress and persistence ------------------------------------------------------------------------
+    def _report_progress(self) -> None:
+        if self.workflow is not None:
+            phase = workflow_phase(self.workflow)
+            old = self._phases.get("workflow")
+            if old != phase:
+                message = workflow_message(self.workflow) or None
+                self.emit(workflow_change_line(self.spec.workflow_name, old or "", phase, message))
+                self._phases["workflow"] = phase
+        for name, job in sorted(self.jobs.items()):
+            phase = job_phase(job)
+            old = self._phases.get(name)
+            if old != phase and phase:
+                self.emit(job_change_line(name, old or "", phase, job))
+                self._phases[name] = phase
+        if time.monotonic() - self._last_heartbeat >= HEARTBEAT_SECONDS:
+            self._last_heartbeat = time.monotonic()
+            for name, job in sorted(self.jobs.items()):
+                self.emit(heartbeat_line(name, job, time.monotonic() - self.started))
+
+    def _resume_from(self, workflow: dict | None) -> None:
+        """Take up the cursors the last follower saved on the Workflow (a restarted triggerer), then stream.
+
+        They come with the Workflow watch's first list, so resuming costs no request of its own.
+        """
+        saved = ((workflow or {}).get("metadata", {}).get("annotations") or {}).get(CURSOR_ANNOTATION)
+        if saved:
+            with contextlib.suppress(ValueError, TypeError, AttributeError):
+                self.book.merge(CursorBook.from_dict(json.loads(saved)))
+        self.logs.paused = False
+        if self.spec.stream_logs:
+            self.logs.start_streams()
+
+    async def save_cursors(self) -> None:
+        """Store the cursors on the Workflow, so that a new follower repeats no line (unless nothing moved)."""
+        self._last_save = time.monotonic()
+        saved = json.dumps(self.book.to_dict())
+        if saved == self._saved:
+            return
+        patch = {"metadata": {"annotations": {CURSOR_ANNOTATION: saved}}}
+        with contextlib.suppress(VolcanoArgoApiError):
+            await self.hook.patch_object(WORKFLOWS, self.spec.workflow_name, patch, self.spec.namespace)
+            self._saved = saved
+
+    async def _unschedulable_reasons(self) -> list[str]:
+        reasons: list[str] = []
+        for job in self.jobs.values():
+            group = await self.hook.get_object(PODGROUPS, podgroup_name(job), self.spec.namespace)
+            for cond in ((group or {}).get("status") or {}).get("conditions", []) or []:
+                if cond.get("type") == "Unschedulable" and cond.get("status") == "True":
+                    reasons.append(f"PodGroup {group['metadata']['name']}: {cond.get('reason')}: {cond.get('message')}")
+        return reasons
+
+    # -- the follow loop's steps -------------------------------------------------------------------------
+    def watchers(self) -> list[SharedObjectWatcher]:
+        ns = self.spec.namespace
+        job_selector = name_selector(self.spec.job_name) if self.spec.job_name else None
+        watchers = [
+            SharedObjectWatcher(
+                self.hook, WORKFLOWS, ns, self._on_workflow, field_selector=name_selector(self.spec.workflow_name)
+            ),
+            SharedObjectWatcher(self.hook, VOLCANO_JOBS, ns, self._on_job, field_selector=job_selector),
+        ]
+        if self.spec.stream_logs:
+            watchers.append(self.logs.watcher())
+        return watchers
+
+    async def step(self, now: float) -> FollowOutcome | None:
+        self._report_progress()
+        if not self._synced():
+            return None  # decide on a complete picture: a job that ended before we looked, and its log
+        outcome = decide(self.spec, self.workflow, self.workflow_gone, self.jobs, self.jobs_gone, now)
+        if outcome and outcome.reason == "unschedulable":
+            outcome.details = await self._unschedulable_reasons()
+        if time.monotonic() - self._last_save >= CURSOR_SAVE_SECONDS:
+            await self.save_cursors()
+        return outcome
+
+    async def suspend(self) -> None:
+        await self.save_cursors()
+
+    async def before_drain(self, outcome: FollowOutcome) -> None:
+        self._report_progress()
+
+    async def run(self) -> FollowEvent:
+        """Follow until the outcome is known; always return an event (errors become ``status: error``)."""
+        outcome = await self.follow()
+        await self.save_cursors()
+        return self.result(outcome)
+
+    def result(self, outcome: FollowOutcome) -> FollowEvent:
+        """Build the event: outcome, Workflow and Job summaries, log tails and the cursors."""
+        return {
+            "status": outcome.status,
+            "message": outcome.message,
+            "reason": outcome.reason,
+            "details": outcome.details,
+            "namespace": self.spec.namespace,
+            "workflow": workflow_summary(self.spec.workflow_name, self.spec.workflow_uid, self.workflow),
+            "jobs": [job_summary(j) for _, j in sorted(self.jobs.items())],
+            "tails": self.logs.tails(),
+            "lines_streamed": self.logs.lines_emitted,
+            "exit_codes": exit_codes(self.logs.pods.values(), self.spec.container),
+            "log_book": self.book.to_dict(),
+        }

@@ -1,0 +1,137 @@
+"""What a follower follows, and when a followed run has ended and how: ``decide`` as a pure function."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from airflow_provider_volcano_argo.models.phases import (
+    WorkflowPhase,
+    job_ended,
+    job_failed,
+    job_phase,
+    job_succeeded,
+    job_waiting_for_admission,
+    workflow_done,
+    workflow_message,
+    workflow_phase,
+)
+
+#: ``success`` ends the task well; the others fail it.
+OutcomeStatus = Literal["success", "failed", "timeout", "error"]
+
+
+@dataclass
+class FollowSpec:
+    """What to follow and when to give up; plain values only, so it serializes into trigger kwargs."""
+
+    namespace: str
+    workflow_name: str
+    workflow_uid: str | None = None
+    job_name: str | None = None  # single-job mode: the outcome is this job's terminal phase
+    log_task: str = "mpimaster"
+    log_container: str | None = None
+    stream_logs: bool = True
+    log_poll_interval: float | None = None  # None: follow the log; else read it every so many seconds
+    prefix_job_names: bool = False
+    schedule_timeout: float | None = None
+    deadline: float | None = None  # epoch seconds (execution_timeout of the task)
+
+    @property
+    def container(self) -> str:
+        """Return the container whose log is read (``log_container``, default the task's name)."""
+        return self.log_container or self.log_task
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class FollowOutcome:
+    """How a followed run ended: ``status``, a message for the task log, ``reason`` a short machine-readable cause."""
+
+    status: OutcomeStatus
+    message: str
+    reason: str = ""
+    details: list[str] = field(default_factory=list)
+
+
+def owned_by(obj: dict, owner_uid: str | None) -> bool:
+    """Tell whether ``obj`` has an ownerReference to ``owner_uid`` (Argo's setOwnerReference or a manual one)."""
+    if not owner_uid:
+        return False
+    return any(ref.get("uid") == owner_uid for ref in obj["metadata"].get("ownerReferences") or [])
+
+
+def _created_at(obj: dict) -> float:
+    stamp = obj["metadata"].get("creationTimestamp")
+    if not stamp:
+        return 0.0
+    return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def decide(
+    spec: FollowSpec,
+    workflow: dict | None,
+    workflow_gone: bool,
+    jobs: dict[str, dict],
+    jobs_gone: set[str],
+    now: float,
+) -> FollowOutcome | None:
+    """Return the outcome once it is known, else None (keep following)."""
+    wf_phase, wf_message = workflow_phase(workflow), workflow_message(workflow)
+    name = spec.workflow_name
+    if workflow_gone:
+        return FollowOutcome("failed", f"Argo Workflow {name} was deleted while the task was following it.", "deleted")
+    for job_name in sorted(jobs_gone):
+        if not job_ended(jobs.get(job_name)):
+            return FollowOutcome(
+                "failed", f"Volcano Job {job_name} was deleted before it finished (Workflow {name}).", "deleted"
+            )
+    if spec.job_name:
+        job = jobs.get(spec.job_name)
+        phase = job_phase(job)
+        if job_succeeded(job):
+            return FollowOutcome("success", f"Volcano Job {spec.job_name} {phase}.", "completed")
+        if job_failed(job):
+            return FollowOutcome("failed", f"Volcano Job {spec.job_name} ended {phase}.", phase.lower())
+        if workflow_done(workflow) and (job is None or wf_phase != WorkflowPhase.SUCCEEDED):
+            what = "without creating" if job is None else "before"
+            return FollowOutcome(
+                "failed",
+                f"Argo Workflow {name} ended {wf_phase} {what} Volcano Job {spec.job_name}"
+                + (f" finished: {wf_message}" if job is not None else f": {wf_message or 'no message'}"),
+                "workflow_ended",
+            )
+    elif workflow_done(workflow):
+        if wf_phase == WorkflowPhase.SUCCEEDED:
+            return FollowOutcome("success", f"Argo Workflow {name} Succeeded ({len(jobs)} Volcano Jobs).", "completed")
+        failing = sorted(n for n, j in jobs.items() if job_failed(j))
+        named = "; ".join(f"Volcano Job {n} ended {job_phase(jobs[n])}" for n in failing)
+        return FollowOutcome(
+            "failed", f"Argo Workflow {name} ended {wf_phase}: {named or wf_message or 'no message'}", "workflow_ended"
+        )
+    if spec.deadline is not None and now >= spec.deadline:
+        return FollowOutcome("timeout", f"execution_timeout reached while following Argo Workflow {name}.", "timeout")
+    if spec.schedule_timeout is not None:
+        for job_name, job in sorted(jobs.items()):
+            if job_waiting_for_admission(job) and now - _created_at(job) >= spec.schedule_timeout:
+                return FollowOutcome(
+                    "failed",
+                    f"Volcano Job {job_name} was not admitted by the gang scheduler within schedule_timeout "
+                    f"({spec.schedule_timeout:.0f} s).",
+                    "unschedulable",
+                )
+    return None
+
+
+def with_unreadable_log(outcome: FollowOutcome, error: str) -> FollowOutcome:
+    """Return the outcome of a run whose log could not be read.
+
+    The job's outcome stands, but a success whose log is missing is an error, and a failure says so in its details.
+    """
+    if outcome.status == "success":
+        return FollowOutcome("error", f"{outcome.message} Its log could not be read: {error}", "api_error")
+    outcome.details.append(f"Its log could not be read: {error}")
+    return outcome

@@ -1,0 +1,181 @@
+"""Volcano MPI Job parameters and their validation, done before anything is created.
+
+Parameter values are substituted into a manifest and into shell lines of the template. They often come from
+DAG params that whoever triggers a run can set, so the rules are strict: a value that could break out of its
+YAML scalar or its shell word (newline, quote, ``{{``, ``$``, backtick, ``;`` ...) is refused, not escaped.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_provider_volcano_argo.models.names import JOB_NAME_BUDGET, MAX_NAME
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_PARAMETER_NAME = re.compile(r"^[A-Za-z0-9_][-A-Za-z0-9_]*$")
+_QUANTITY = re.compile(r"^([0-9]+(\.[0-9]+)?|\.[0-9]+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|e[0-9]+)?$")
+# Docker reference grammar (distribution/reference): [host[:port]/]path[:tag][@digest]
+_IMAGE = re.compile(
+    r"^(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*"
+    r"(?::[0-9]+)?)/)?"
+    r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
+    r"(?:@sha256:[a-f0-9]{64})?$"
+)
+_COMMAND_WORD = re.compile(r"^[A-Za-z0-9_\-./=:,+%@~]+$")
+FORBIDDEN = ("\n", "\r", "\x00", "{{", "}}", "'", '"', "`", "$", ";", "&", "|", "<", ">", "(", ")", "\\")
+
+
+class InvalidParameterError(ValueError):
+    """A parameter breaks a rule; the message names the field and the rule."""
+
+    def __init__(self, field: str, rule: str, value: Any = None):
+        self.field = field
+        self.rule = rule
+        shown = repr(value)
+        super().__init__(f"{field}: {rule} (got {shown[:80] + '...' if len(shown) > 80 else shown})")
+
+
+def check_safe_text(field: str, value: Any) -> str:
+    """Return ``value`` as text if it is safe to substitute into a YAML manifest and a shell line."""
+    if not isinstance(value, str):
+        value = str(value)
+    for bad in FORBIDDEN:
+        if bad in value:
+            raise InvalidParameterError(
+                field, f"must not contain {bad!r} (it could escape the manifest or shell)", value
+            )
+    for ch in value:
+        if unicodedata.category(ch)[0] in ("C", "Z") and ch != " ":
+            raise InvalidParameterError(
+                field, f"must not contain control or separator character U+{ord(ch):04X}", value
+            )
+    return value
+
+
+def check_dns_label(field: str, value: Any, limit: int = MAX_NAME) -> str:
+    if not isinstance(value, str) or not _DNS_LABEL.match(value):
+        raise InvalidParameterError(field, "must be a DNS-1123 label (lowercase letters, digits, '-')", value)
+    if len(value) > limit:
+        raise InvalidParameterError(field, f"must be at most {limit} characters", value)
+    return value
+
+
+def check_positive_int(field: str, value: Any, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        word = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise InvalidParameterError(field, f"must be {word}", value)
+    return value
+
+
+def check_quantity(field: str, value: Any) -> str:
+    text = str(value)
+    if isinstance(value, bool) or not _QUANTITY.match(text):
+        raise InvalidParameterError(field, "must be a Kubernetes quantity such as 500m, 2, 4Gi", value)
+    return text
+
+
+def check_image(field: str, value: Any) -> str:
+    if not isinstance(value, str) or len(value) > 255 or not _IMAGE.match(value):
+        raise InvalidParameterError(field, "must be an image reference like registry:5000/org/name:tag", value)
+    return value
+
+
+def check_command(field: str, value: Any) -> str:
+    """Return ``value`` if it is a command line of plain words: no quoting, substitution, redirection or chaining."""
+    text = check_safe_text(field, value)
+    words = text.split(" ")
+    if not text.strip() or any(w and not _COMMAND_WORD.match(w) for w in words):
+        raise InvalidParameterError(
+            field, "must be words of letters, digits and -_./=:,+%@~ separated by spaces", value
+        )
+    return text
+
+
+def validate_workflow_parameters(parameters: dict[str, Any]) -> dict[str, str]:
+    """Check free-form Workflow parameters (for any template): Argo names and safe text values."""
+    result = {}
+    for name, value in (parameters or {}).items():
+        if not isinstance(name, str) or not _PARAMETER_NAME.match(name) or len(name) > 128:
+            raise InvalidParameterError(f"parameters[{name!r}]", "name must be letters, digits, '-' and '_'", name)
+        if isinstance(value, (dict, list)) or value is None:
+            raise InvalidParameterError(f"parameters[{name!r}]", "value must be a string or a number", value)
+        result[name] = check_safe_text(f"parameters[{name!r}]", value)
+    return result
+
+
+@dataclass
+class VolcanoMPIJobParameters:
+    """The Volcano Job parameters of the shipped ``volcano-mpi`` WorkflowTemplate."""
+
+    job_name: str
+    workers: int = 2
+    slots_per_worker: int = 1
+    image: str = "volcanosh/example-mpi:0.0.3"
+    mpi_command: str = "mpi_hello_world"
+    queue: str = "default"
+    min_available: int | None = None
+    max_retry: int = 3
+    gpus_per_worker: int = 0
+    rdma_per_worker: int = 0
+    cpu_per_worker: str = "100m"
+    memory_per_worker: str = "128Mi"
+    priority_class: str | None = None
+    master_after_workers: bool = False
+
+    def validate(self) -> None:
+        """Raise ``InvalidParameterError`` naming the first field that breaks a rule."""
+        check_dns_label("job_name", self.job_name, JOB_NAME_BUDGET)
+        check_positive_int("workers", self.workers)
+        check_positive_int("slots_per_worker", self.slots_per_worker)
+        check_image("image", self.image)
+        check_command("mpi_command", self.mpi_command)
+        check_dns_label("volcano_queue", self.queue)  # the operator's name for it
+        check_positive_int("max_retry", self.max_retry)
+        check_positive_int("gpus_per_worker", self.gpus_per_worker, minimum=0)
+        check_positive_int("rdma_per_worker", self.rdma_per_worker, minimum=0)
+        check_quantity("cpu_per_worker", self.cpu_per_worker)
+        check_quantity("memory_per_worker", self.memory_per_worker)
+        if self.min_available is not None:
+            check_positive_int("min_available", self.min_available)
+            if self.min_available > self.total_pods:
+                raise InvalidParameterError(
+                    "min_available", f"must be at most workers + 1 = {self.total_pods}", self.min_available
+                )
+        if self.priority_class is not None and (
+            not isinstance(self.priority_class, str)
+            or not _DNS_SUBDOMAIN.match(self.priority_class)
+            or len(self.priority_class) > 253
+        ):
+            raise InvalidParameterError("priority_class", "must be a DNS-1123 subdomain", self.priority_class)
+        if not isinstance(self.master_after_workers, bool):
+            raise InvalidParameterError("master_after_workers", "must be True or False", self.master_after_workers)
+
+    @property
+    def total_pods(self) -> int:
+        return self.workers + 1
+
+    def to_workflow_parameters(self) -> dict[str, str]:
+        """Return the template's parameters (validated first)."""
+        self.validate()
+        default_min = self.workers if self.master_after_workers else self.total_pods
+        return {
+            "job-name": self.job_name,
+            "workers": str(self.workers),
+            "slots-per-worker": str(self.slots_per_worker),
+            "np": str(self.workers * self.slots_per_worker),
+            "image": self.image,
+            "mpi-command": self.mpi_command,
+            "queue": self.queue,
+            "min-available": str(self.min_available or default_min),
+            "max-retry": str(self.max_retry),
+            "gpus-per-worker": str(self.gpus_per_worker),
+            "rdma-per-worker": str(self.rdma_per_worker),
+            "cpu-per-worker": self.cpu_per_worker,
+            "memory-per-worker": self.memory_per_worker,
+            "priority-class-spec": f"priorityClassName: {self.priority_class}" if self.priority_class else "",
+        }

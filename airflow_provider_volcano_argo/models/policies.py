@@ -1,0 +1,74 @@
+"""What to do with a Workflow when its run ends or is killed, and how a run is followed: each policy written once.
+
+Values are the strings DAG authors pass (``on_kill_action="stop_workflow"``, as KubernetesPodOperator names its
+``on_finish_action``); they travel to the trigger as those strings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeVar
+
+from airflow_provider_volcano_argo.models.phases import StrEnum
+
+
+class OnFinishAction(StrEnum):
+    """What happens to the Workflow when the task ends (deleting it cascades to its Volcano Jobs and pods)."""
+
+    DELETE_WORKFLOW = "delete_workflow"
+    DELETE_SUCCEEDED_WORKFLOW = "delete_succeeded_workflow"
+    KEEP_WORKFLOW = "keep_workflow"
+
+
+class OnKillAction(StrEnum):
+    """What happens to the Workflow when the task is killed."""
+
+    DELETE_WORKFLOW = "delete_workflow"
+    STOP_WORKFLOW = "stop_workflow"
+    KEEP_WORKFLOW = "keep_workflow"
+
+
+class FollowMode(StrEnum):
+    """What ends a run: the named Volcano Job's terminal phase (``job``) or the Workflow's (``workflow``)."""
+
+    JOB = "job"
+    WORKFLOW = "workflow"
+
+
+#: ``spec.shutdown`` strategy of every stop (what ``argo terminate`` sets): no exit handlers, pods killed.
+STOP_STRATEGY = "Terminate"
+
+_Policy = TypeVar("_Policy", bound=StrEnum)
+
+
+def parse_policy(policy: type[_Policy], field: str, value: object) -> _Policy:
+    """Return ``value`` as a member of ``policy``, or raise ``ValueError`` naming ``field`` and the choices."""
+    try:
+        return policy(value)
+    except ValueError:
+        choices = ", ".join(repr(member.value) for member in policy)
+        raise ValueError(f"{field} must be one of {choices}, got {value!r}") from None
+
+
+@dataclass(frozen=True)
+class CleanupSteps:
+    """Whether to stop the Workflow (``spec.shutdown``) and whether to delete it afterwards."""
+
+    stop: bool
+    delete: bool
+
+
+def finish_steps(action: OnFinishAction | str, succeeded: bool) -> CleanupSteps:
+    """Return the clean-up after a run ended; a kept failed Workflow is still stopped, for inspection."""
+    action = OnFinishAction(action)
+    if action == OnFinishAction.KEEP_WORKFLOW:
+        return CleanupSteps(stop=False, delete=False)
+    if action == OnFinishAction.DELETE_SUCCEEDED_WORKFLOW and not succeeded:
+        return CleanupSteps(stop=True, delete=False)
+    return CleanupSteps(stop=True, delete=True)
+
+
+def kill_steps(action: OnKillAction | str) -> CleanupSteps:
+    """Return the clean-up after a user killed the task."""
+    action = OnKillAction(action)
+    return CleanupSteps(stop=action != OnKillAction.KEEP_WORKFLOW, delete=action == OnKillAction.DELETE_WORKFLOW)

@@ -1,0 +1,161 @@
+"""What a followed run reports: the trigger events as types, the XCom summary and the failure message."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any, TypedDict
+
+from airflow_provider_volcano_argo.models.phases import PhaseVerdict, workflow_message, workflow_phase
+
+
+class WorkflowSummary(TypedDict):
+    """The followed Workflow in an event."""
+
+    name: str
+    uid: str | None
+    phase: str
+    message: str
+    started_at: str | None
+    finished_at: str | None
+
+
+class JobSummary(TypedDict):
+    """One Volcano Job in an event and in the XCom result."""
+
+    name: str
+    namespace: str | None
+    uid: str | None
+    phase: str
+    retry_count: int
+    task_status_count: dict[str, Any]
+    succeeded: int
+    failed: int
+    created_at: str | None
+    finished_at: str | None
+
+
+class ExitCode(TypedDict):
+    """A non-zero exit of the followed container."""
+
+    pod: str
+    container: str
+    exit_code: int
+    reason: str
+    restart_count: int
+
+
+class FollowEvent(TypedDict):
+    """The event of ``ArgoWorkflowTrigger`` (and the result of blocking mode)."""
+
+    status: str  # models.follow.OutcomeStatus
+    message: str
+    reason: str
+    details: list[str]
+    namespace: str
+    workflow: WorkflowSummary
+    jobs: list[JobSummary]
+    tails: dict[str, list[str]]
+    lines_streamed: int
+    exit_codes: list[ExitCode]
+    log_book: dict[str, Any]
+
+
+class PhaseEvent(TypedDict, total=False):
+    """The event of ``ObjectPhaseTrigger``: ``status`` is a ``PhaseVerdict``, ``timeout`` or ``error``."""
+
+    status: PhaseVerdict | str
+    phase: str
+    name: str
+    namespace: str
+    kind: str
+    message: str
+
+
+def workflow_summary(name: str, uid: str | None, workflow: dict | None) -> WorkflowSummary:
+    """Summarize the followed Workflow (``name`` and ``uid`` as followed, the rest as last seen)."""
+    status = (workflow or {}).get("status") or {}
+    return {
+        "name": name,
+        "uid": uid,
+        "phase": workflow_phase(workflow),
+        "message": workflow_message(workflow),
+        "started_at": status.get("startedAt"),
+        "finished_at": status.get("finishedAt"),
+    }
+
+
+def job_summary(job: dict) -> JobSummary:
+    """Summarize one Volcano Job for the XCom result."""
+    status = job.get("status") or {}
+    state = status.get("state") or {}
+    return {
+        "name": job["metadata"]["name"],
+        "namespace": job["metadata"].get("namespace"),
+        "uid": job["metadata"].get("uid"),
+        "phase": state.get("phase", ""),
+        "retry_count": int(status.get("retryCount", 0) or 0),
+        "task_status_count": status.get("taskStatusCount") or {},
+        "succeeded": int(status.get("succeeded", 0) or 0),
+        "failed": int(status.get("failed", 0) or 0),
+        "created_at": job["metadata"].get("creationTimestamp"),
+        "finished_at": state.get("lastTransitionTime"),
+    }
+
+
+def summarize(event: FollowEvent) -> dict[str, Any]:
+    """Build the XCom result: Workflow, Jobs, final phase, retries, task status counts, timings."""
+    jobs = event.get("jobs", [])
+    wf = event["workflow"]
+    first = jobs[0] if len(jobs) == 1 else None
+    started = wf.get("started_at") or (first or {}).get("created_at")
+    finished = wf.get("finished_at") or (first or {}).get("finished_at")
+    return {
+        "status": event["status"],
+        "namespace": event["namespace"],
+        "workflow_name": wf["name"],
+        "workflow_uid": wf["uid"],
+        "workflow_phase": wf["phase"],
+        "job_name": first["name"] if first else None,
+        "phase": first["phase"] if first else wf["phase"],
+        "retry_count": first["retry_count"] if first else None,
+        "task_status_count": first["task_status_count"] if first else None,
+        "jobs": jobs,
+        "started_at": started,
+        "finished_at": finished,
+        "duration_seconds": _duration(started, finished),
+        "log_lines": event.get("lines_streamed", 0),
+    }
+
+
+def _duration(start: str | None, end: str | None) -> float | None:
+    if not start or not end:
+        return None
+
+    def parse(stamp: str) -> datetime.datetime:
+        return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+    return (parse(end) - parse(start)).total_seconds()
+
+
+def failure_message(event: FollowEvent, log_task: str) -> str:
+    """Explain a failed run: phase, the Volcano/Workflow message, scheduler reasons, exit codes, last log lines."""
+    lines = [event["message"]]
+    wf = event["workflow"]
+    if wf.get("message"):
+        lines.append(f"Argo Workflow {wf['name']} {wf.get('phase') or ''}: {wf['message']}")
+    for job in event.get("jobs", []):
+        lines.append(
+            f"Volcano Job {job['name']}: phase {job['phase'] or 'unknown'}, retries {job['retry_count']}, "
+            f"task status {job['task_status_count']}"
+        )
+    lines.extend(event.get("details") or [])
+    for code in event.get("exit_codes") or []:
+        lines.append(
+            f"Container {code['container']} of pod {code['pod']} exited with code {code['exit_code']} "
+            f"({code['reason'] or 'no reason'}; restarts: {code['restart_count']})"
+        )
+    for job, tail in (event.get("tails") or {}).items():
+        if tail:
+            lines.append(f"Last {len(tail)} lines of {log_task} ({job}):")
+            lines.extend(f"  {line}" for line in tail)
+    return "\n".join(lines)

@@ -1,0 +1,116 @@
+"""Trigger that follows an Argo Workflow and its Volcano Jobs in the triggerer (``engine/workflow_follower.py``).
+
+``operators/argo_workflow.py`` defers to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from airflow_provider_volcano_argo.engine.workflow_follower import WorkflowFollower
+from airflow_provider_volcano_argo.hooks.connection import KubernetesConnection
+from airflow_provider_volcano_argo.models.follow import FollowSpec
+from airflow_provider_volcano_argo.models.log_cursor import CursorBook
+from airflow_provider_volcano_argo.models.policies import OnKillAction, kill_steps
+from airflow_provider_volcano_argo.version_compat import AIRFLOW_V_3_3_PLUS
+
+if TYPE_CHECKING:
+    from airflow_provider_volcano_argo.hooks.volcano_argo import AsyncVolcanoArgoHook
+
+
+class ArgoWorkflowTrigger(BaseTrigger):
+    """Yield one event when the followed Volcano Job (or, without ``job_name``, the Workflow) has ended.
+
+    :param spec: what to follow, as ``FollowSpec.to_dict()``.
+    :param log_book: cursors of the log lines already shown (``CursorBook.to_dict()``).
+    :param on_kill_action: what a user kill does to the Workflow: ``delete_workflow`` (stop, then delete;
+        the owner reference cascades to the Volcano Job and its pods), ``stop_workflow`` or ``keep_workflow``.
+    :param connection: ``KubernetesConnection.to_dict()``: ``kubernetes_conn_id``, ``cluster_context``,
+        ``config_file``, ``in_cluster``.
+    """
+
+    def __init__(
+        self,
+        spec: dict[str, Any],
+        log_book: dict[str, Any] | None = None,
+        on_kill_action: str = OnKillAction.DELETE_WORKFLOW.value,
+        connection: dict[str, Any] | None = None,
+    ):
+        super().__init__()
+        self.spec = spec
+        self.log_book = log_book or {}
+        self.on_kill_action = on_kill_action
+        self.connection = connection or {}
+        self._fired = False
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "spec": self.spec,
+                "log_book": self.log_book,
+                "on_kill_action": self.on_kill_action,
+                "connection": self.connection,
+            },
+        )
+
+    def hook(self) -> AsyncVolcanoArgoHook:
+        return KubernetesConnection.from_dict(self.connection).async_hook()
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        follower = WorkflowFollower(
+            self.hook(), FollowSpec(**self.spec), CursorBook.from_dict(self.log_book), emit=self.log.info
+        )
+        event = await follower.run()
+        self._fired = True
+        yield TriggerEvent(event)
+
+    async def _stop_and_delete(self) -> None:
+        steps = kill_steps(self.on_kill_action)
+        if not steps.stop:
+            return
+        name, namespace = self.spec["workflow_name"], self.spec["namespace"]
+        self.log.info("Stopping Argo Workflow %s in %s (%s).", name, namespace, self.on_kill_action)
+        try:
+            await self.hook().clean_up_workflow(name, namespace, steps)
+        except Exception:
+            self.log.exception("Could not stop Argo Workflow %s", name)
+
+    async def on_kill(self) -> None:
+        """Stop the Workflow and delete it per policy: a user killed the deferred task (Airflow >= 3.3)."""
+        if not self._fired:
+            await self._stop_and_delete()
+
+    async def cleanup(self) -> None:
+        """Never cancel external work on its own: this also runs on every triggerer restart.
+
+        Before Airflow 3.3 (no ``on_kill``), a kill is told apart from a restart as KubernetesPodTrigger does:
+        only when the task instance is no longer DEFERRED.
+        """
+        if AIRFLOW_V_3_3_PLUS or self._fired or not kill_steps(self.on_kill_action).stop:
+            return
+        try:
+            if await self._task_state() == "deferred":
+                return
+        except Exception:
+            self.log.warning("Could not read the task state; leaving the Workflow running.", exc_info=True)
+            return
+        await self._stop_and_delete()
+
+    async def _task_state(self) -> str | None:
+        from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+
+        ti = self.task_instance
+        states = await asyncio.to_thread(
+            RuntimeTaskInstance.get_task_states,
+            dag_id=ti.dag_id,
+            task_ids=[ti.task_id],
+            run_ids=[ti.run_id],
+            map_index=ti.map_index,
+        )
+        key = f"{ti.task_id}_{ti.map_index}" if ti.map_index >= 0 else ti.task_id
+        return str(states[ti.run_id][key])

@@ -1,0 +1,33 @@
+"""The shared watches' pure parts: what the cache keeps of an object, and the watch timeouts."""
+
+from __future__ import annotations
+
+from airflow_provider_volcano_argo.engine.informer import slim
+from airflow_provider_volcano_argo.engine.reflector import watch_timeout_seconds
+
+
+def test_slim_drops_what_followers_do_not_read_and_leaves_the_original_alone():
+    workflow = {
+        "metadata": {"name": "wf", "annotations": {"k": "v"}, "managedFields": [{"manager": "x"}]},
+        "spec": {"templates": []},
+        "status": {"phase": "Running", "nodes": {"n": {}}, "storedWorkflowTemplateSpec": {}, "startedAt": "t"},
+    }
+    kept = slim("workflows", workflow)
+    assert kept == {
+        "metadata": {"name": "wf", "annotations": {"k": "v"}},
+        "status": {"phase": "Running", "startedAt": "t"},
+    }
+    assert "nodes" in workflow["status"] and "managedFields" in workflow["metadata"] and "spec" in workflow
+    job = {
+        "metadata": {"name": "j"},
+        "spec": {"minAvailable": 2, "tasks": []},
+        "status": {"state": {"phase": "Running"}},
+    }
+    assert slim("jobs", job) == job  # progress lines read the job's spec (replicas, minAvailable)
+
+
+def test_watch_timeouts_are_spread_over_five_to_ten_minutes_like_client_go():
+    samples = [watch_timeout_seconds() for _ in range(2000)]
+    assert all(300 <= s < 600 for s in samples)
+    assert min(samples) < 330 and max(samples) > 570  # spread, not one fixed value
+    assert all(10 <= watch_timeout_seconds(10) < 20 for _ in range(100))

@@ -1,0 +1,73 @@
+"""How long ``PodLogForwarder.drain`` reads on once the outcome is known (streams faked: pure asyncio)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from airflow_provider_volcano_argo.engine import pod_logs as log_streams
+from airflow_provider_volcano_argo.engine.pod_logs import InstanceStream, PodLogForwarder
+from airflow_provider_volcano_argo.models.log_cursor import CursorBook
+
+
+def _forwarder(*writers) -> tuple[PodLogForwarder, list[asyncio.Task]]:
+    """A forwarder whose streams are ``writers(stream)`` coroutines counting their lines on the stream."""
+    forwarder = PodLogForwarder(None, "ns", "", "mpimaster", jobs=set, book=CursorBook(), emit=lambda _: None)
+    tasks = []
+    for n, writer in enumerate(writers):
+        stream = InstanceStream(None, "ns", f"pod-{n}", "mpimaster", f"key-{n}", forwarder.book, print, lambda: True)
+        tasks.append(asyncio.ensure_future(writer(stream)))
+        forwarder.streams[stream.key] = (tasks[-1], stream)
+    return forwarder, tasks
+
+
+async def _steady(stream: InstanceStream, lines: int = 20, every: float = 0.05) -> None:
+    for _ in range(lines):
+        await asyncio.sleep(every)
+        stream.lines_emitted += 1
+
+
+async def _stalls(stream: InstanceStream) -> None:
+    stream.lines_emitted += 3
+    await asyncio.sleep(3600)
+
+
+@pytest.fixture
+def short_drain(monkeypatch):
+    monkeypatch.setattr(log_streams, "DRAIN_SECONDS", 0.3)
+    monkeypatch.setattr(log_streams, "DELETED_DRAIN_SECONDS", 0.3)
+
+
+def test_a_backlog_longer_than_the_idle_limit_is_read_to_its_end(short_drain):
+    async def scenario():
+        forwarder, (task,) = _forwarder(_steady)  # 20 lines over ~1 s: three times the idle limit
+        await asyncio.wait_for(forwarder.drain(), 10)
+        return forwarder, task
+
+    forwarder, task = asyncio.run(scenario())
+    assert task.done() and not task.cancelled()
+    assert forwarder.lines_emitted == 20
+
+
+def test_a_stalled_stream_is_cancelled_after_the_idle_limit_while_others_finish(short_drain):
+    async def scenario():
+        forwarder, tasks = _forwarder(_stalls, _steady)
+        await asyncio.wait_for(forwarder.drain(), 10)
+        return forwarder, tasks
+
+    forwarder, (stalled, steady) = asyncio.run(scenario())
+    assert stalled.cancelled()
+    assert steady.done() and not steady.cancelled()
+    assert forwarder.lines_emitted == 3 + 20
+
+
+def test_deleted_objects_bound_the_drain_in_all_even_while_lines_arrive(short_drain):
+    async def scenario():
+        forwarder, (task,) = _forwarder(_steady)
+        await asyncio.wait_for(forwarder.drain(deleted=True), 10)
+        return forwarder, task
+
+    forwarder, task = asyncio.run(scenario())
+    assert task.cancelled()
+    assert 0 < forwarder.lines_emitted < 20

@@ -1,0 +1,107 @@
+"""Parameter validation (refused before anything is created) and name derivation."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from airflow_provider_volcano_argo.models.names import (
+    derive_job_name,
+    derive_workflow_name,
+    safe_label_value,
+    task_instance_labels,
+)
+from airflow_provider_volcano_argo.models.params import (
+    InvalidParameterError,
+    VolcanoMPIJobParameters,
+    validate_workflow_parameters,
+)
+
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def test_defaults_give_the_template_parameters():
+    params = VolcanoMPIJobParameters(job_name="mpi-hello").to_workflow_parameters()
+    assert params["job-name"] == "mpi-hello"
+    assert params["np"] == "2" and params["min-available"] == "3"
+    assert VolcanoMPIJobParameters(job_name="a", workers=4, slots_per_worker=3).to_workflow_parameters()["np"] == "12"
+    after = VolcanoMPIJobParameters(job_name="a", workers=4, master_after_workers=True).to_workflow_parameters()
+    assert after["min-available"] == "4"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "rule"),
+    [
+        ("workers", -1, "positive integer"),
+        ("workers", 0, "positive integer"),
+        ("workers", True, "positive integer"),
+        ("job_name", "Bad_Name", "DNS-1123"),
+        ("job_name", "x" * 49, "at most 48"),
+        ("image", "org/UPPER:1", "image reference"),
+        ("image", "ok/image:tag;rm -rf /", "image reference"),
+        ("mpi_command", "hello; rm -rf /", "';'"),
+        ("mpi_command", "echo $(id)", "'$'"),
+        ("mpi_command", "a`b`", "'`'"),
+        ("mpi_command", "line\nbreak", "'\\n'"),
+        ("mpi_command", "{{workflow.name}}", "'{{'"),
+        ("mpi_command", "it's", '"\'"'),
+        ("cpu_per_worker", "lots", "quantity"),
+        ("min_available", 9, "at most workers + 1"),
+        ("priority_class", "Not Valid", "subdomain"),
+    ],
+)
+def test_bad_values_name_field_and_rule(field, value, rule):
+    with pytest.raises(InvalidParameterError) as err:
+        VolcanoMPIJobParameters(**{"job_name": "ok", field: value}).validate()
+    assert err.value.field == field
+    assert str(err.value).startswith(f"{field}: ")
+    assert rule.strip('"') in str(err.value)
+
+
+@given(st.text(min_size=1, max_size=40))
+def test_free_parameters_refuse_anything_that_escapes(value):
+    hostile = any(s in value for s in ("\n", "{{", "'", '"', "$", "`", ";", "&", "|", "\\", "(", ")", "<", ">"))
+    try:
+        validate_workflow_parameters({"p": value})
+        assert not hostile
+    except InvalidParameterError as err:
+        assert err.field == "parameters['p']"
+
+
+def test_free_parameter_names_are_checked():
+    with pytest.raises(InvalidParameterError, match="name must be"):
+        validate_workflow_parameters({"bad name": "x"})
+
+
+ids = st.text(min_size=1, max_size=300)
+
+
+@given(ids, ids, ids, st.integers(min_value=-1, max_value=10_000), st.integers(min_value=1, max_value=50))
+def test_names_are_valid_and_stable(dag_id, task_id, run_id, map_index, try_number):
+    wf = derive_workflow_name("volcano-mpi", dag_id, task_id, run_id, map_index, try_number)
+    job = derive_job_name(dag_id, task_id, run_id, map_index, try_number)
+    assert DNS_LABEL.match(wf) and len(wf) <= 63
+    assert DNS_LABEL.match(job) and len(f"{job}-mpiworker-9999") <= 63
+    assert wf == derive_workflow_name("volcano-mpi", dag_id, task_id, run_id, map_index, try_number)
+    assert job != derive_job_name(dag_id, task_id, run_id, map_index + 1, try_number)
+    assert job != derive_job_name(dag_id, task_id, run_id, map_index, try_number + 1)
+    assert job != derive_job_name(dag_id, task_id, run_id + "x", map_index, try_number)
+    for value in task_instance_labels(dag_id, task_id, run_id, map_index, try_number).values():
+        assert LABEL_VALUE.match(value) and len(value) <= 63
+
+
+def test_label_values_keep_readable_values_and_hash_others():
+    assert safe_label_value("manual__2026-12-02T19:00:00+00:00") != safe_label_value("manual__2026-12-02T19:00:00")
+    assert safe_label_value("etl_nightly") == "etl_nightly"
+
+
+@pytest.mark.parametrize("interval", [0, -5])
+def test_log_poll_interval_must_be_positive(interval):
+    from airflow_provider_volcano_argo.operators.volcano_mpi import VolcanoMPIJobOperator
+
+    with pytest.raises(ValueError, match="log_poll_interval"):
+        VolcanoMPIJobOperator(task_id="t", log_poll_interval=interval)

@@ -1,0 +1,73 @@
+"""Provider metadata, the extra link's URL, and the shipped template's structure."""
+
+from __future__ import annotations
+
+import importlib
+import re
+
+from airflow_provider_volcano_argo import templates
+from airflow_provider_volcano_argo.get_provider_info import get_provider_info
+from airflow_provider_volcano_argo.links.argo import argo_workflow_url
+
+
+def test_provider_info_points_at_importable_modules():
+    info = get_provider_info()
+    assert info["package-name"] == "airflow-provider-volcano-argo"
+    for section in ("operators", "hooks", "triggers", "sensors"):
+        for entry in info[section]:
+            for module in entry["python-modules"]:
+                importlib.import_module(module)
+    for link in info["extra-links"]:
+        module, name = link.rsplit(".", 1)
+        assert getattr(importlib.import_module(module), name)().name == "Argo Workflow"
+
+
+def test_argo_link_url():
+    assert (
+        argo_workflow_url("https://argo.example.com/", "argo", "wf-1") == "https://argo.example.com/workflows/argo/wf-1"
+    )
+    assert argo_workflow_url(None, "argo", "wf-1") is None
+
+
+def test_shipped_template_declares_every_parameter_it_uses_and_valid_policies():
+    for name in templates.TEMPLATE_FILES:
+        body = templates.workflow_template(name)
+        declared = {p["name"] for p in body["spec"]["arguments"]["parameters"]}
+        text = str(body)
+        used = set(re.findall(r"\{\{workflow\.parameters\.([\w-]+)\}\}", text))
+        assert used <= declared, used - declared
+        resource = next(t for t in body["spec"]["templates"] if "resource" in t)["resource"]
+        assert resource["setOwnerReference"] is True
+        assert resource["failureCondition"] == "status.state.phase in (Failed,Terminated,Aborted)"
+        manifest = resource["manifest"]
+        for policy in ("event: TaskCompleted", "event: PodFailed", "event: PodEvicted"):
+            assert manifest.count(policy) == 1  # Volcano refuses duplicate events
+    assert (
+        "dependsOn"
+        in templates.workflow_template(templates.MASTER_AFTER_WORKERS_TEMPLATE)["spec"]["templates"][1]["resource"][
+            "manifest"
+        ]
+    )
+
+
+def test_airflow_role_is_least_privilege():
+    rules = {(tuple(r["apiGroups"]), tuple(r["resources"])): set(r["verbs"]) for r in templates.airflow_rules()}
+    assert rules[(("",), ("pods/log",))] == {"get"}
+    assert rules[(("argoproj.io",), ("workflowtemplates",))] == {"get"}
+    assert all("secrets" not in resources for _, resources in rules)
+    assert all("*" not in verbs for verbs in rules.values())
+
+
+def test_airflow_knows_the_providers_configuration_and_its_defaults():
+    from airflow.configuration import conf
+
+    from airflow_provider_volcano_argo.engine import followed_log_slots as followed_logs
+
+    options = get_provider_info()["config"][followed_logs.SECTION]["options"]
+    assert set(options) == {"max_followed_logs", "overflow_log_poll_interval"}
+    # no fallback: Airflow read these defaults from the provider's metadata (as `airflow config list` shows them)
+    assert conf.getint(followed_logs.SECTION, "max_followed_logs") == followed_logs.DEFAULT_MAX_FOLLOWED_LOGS
+    assert (
+        conf.getfloat(followed_logs.SECTION, "overflow_log_poll_interval")
+        == followed_logs.DEFAULT_OVERFLOW_POLL_SECONDS
+    )
