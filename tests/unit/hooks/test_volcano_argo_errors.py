@@ -1,0 +1,179 @@
+"""The hooks turn every client error into a typed error with an actionable message; 404 means absent only where
+the caller asked for it (get, delete, stop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from kubernetes.client.rest import ApiException
+from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiException
+
+from airflow_provider_volcano_argo.exceptions import (
+    ApiConflictError,
+    ApiForbiddenError,
+    ApiGoneError,
+    ApiInvalidError,
+    ApiNotFoundError,
+    ApiRefusedError,
+    ApiUnauthorizedError,
+    ApiUnavailableError,
+    VolcanoArgoApiError,
+)
+from airflow_provider_volcano_argo.hooks import volcano_argo
+from airflow_provider_volcano_argo.hooks.volcano_argo import AsyncVolcanoArgoHook, VolcanoArgoHook, to_api_error
+from airflow_provider_volcano_argo.models.policies import CleanupSteps
+from airflow_provider_volcano_argo.models.resources import WORKFLOWS
+
+STATUS_BODY = json.dumps({"kind": "Status", "message": 'workflows "wf" is forbidden: User "sa" cannot patch'})
+
+
+@pytest.mark.parametrize(
+    ("status", "error_class"),
+    [
+        (400, ApiInvalidError),
+        (401, ApiUnauthorizedError),
+        (403, ApiForbiddenError),
+        (404, ApiNotFoundError),
+        (409, ApiConflictError),
+        (410, ApiGoneError),
+        (422, ApiInvalidError),
+        (429, ApiUnavailableError),
+        (500, ApiUnavailableError),
+        (503, ApiUnavailableError),
+        (418, VolcanoArgoApiError),
+    ],
+)
+@pytest.mark.parametrize("client_error", [ApiException, AsyncApiException])
+def test_every_status_becomes_its_typed_error(status, error_class, client_error):
+    exc = client_error(status=status, reason="Reason")
+    exc.body = STATUS_BODY
+    error = to_api_error(exc, "patch", "workflows.argoproj.io", "argo")
+    assert type(error) is error_class and error.status == status
+
+
+def test_a_refusal_names_the_missing_rbac_rule_and_the_server_message():
+    exc = ApiException(status=403, reason="Forbidden")
+    exc.body = STATUS_BODY
+    error = to_api_error(exc, "patch", "workflows.argoproj.io", "argo")
+    assert isinstance(error, ApiRefusedError)
+    assert "may not patch workflows.argoproj.io in namespace 'argo'" in str(error)
+    assert "a rule with verb 'patch' on 'workflows.argoproj.io'" in str(error)
+    assert 'User "sa" cannot patch' in str(error)
+
+
+class _FakeCustomObjects:
+    """Answers every call with the ApiException of ``status`` (None: success)."""
+
+    def __init__(self, status: int | None):
+        self.status = status
+        self.calls: list[str] = []
+
+    def __getattr__(self, method: str):
+        def call(*args, **kwargs):
+            self.calls.append(method)
+            if self.status is not None:
+                raise ApiException(status=self.status, reason="x")
+            return {"kind": "Status"}
+
+        return call
+
+
+@pytest.fixture
+def sync_hook(monkeypatch):
+    def make(status: int | None) -> tuple[VolcanoArgoHook, _FakeCustomObjects]:
+        fake = _FakeCustomObjects(status)
+        monkeypatch.setattr(VolcanoArgoHook, "custom_object_client", property(lambda self: fake))
+        return VolcanoArgoHook(conn_id="kubernetes_default"), fake
+
+    return make
+
+
+def test_404_is_absent_for_get_delete_and_stop_and_an_error_elsewhere(sync_hook):
+    hook, fake = sync_hook(404)
+    assert hook.get_object(WORKFLOWS, "wf", "ns") is None
+    assert hook.delete_object(WORKFLOWS, "wf", "ns") is False
+    assert hook.stop_workflow("wf", "ns") is None
+    assert hook.clean_up_workflow("wf", "ns", CleanupSteps(stop=True, delete=True)) is False
+    with pytest.raises(ApiNotFoundError):
+        hook.patch_object(WORKFLOWS, "wf", {}, "ns")
+    with pytest.raises(ApiNotFoundError):
+        hook.list_objects(WORKFLOWS, "ns")
+
+
+def test_other_errors_are_raised_typed_even_where_404_is_absent(sync_hook):
+    hook, _ = sync_hook(403)
+    with pytest.raises(ApiForbiddenError):
+        hook.get_object(WORKFLOWS, "wf", "ns")
+    with pytest.raises(ApiForbiddenError):
+        hook.delete_object(WORKFLOWS, "wf", "ns")
+    hook, _ = sync_hook(409)
+    with pytest.raises(ApiConflictError):
+        hook.create_object(WORKFLOWS, {"metadata": {"name": "wf"}}, "ns")
+
+
+def test_clean_up_does_only_the_steps_asked(sync_hook):
+    hook, fake = sync_hook(None)
+    assert hook.clean_up_workflow("wf", "ns", CleanupSteps(stop=False, delete=False)) is False
+    assert fake.calls == []
+    assert hook.clean_up_workflow("wf", "ns", CleanupSteps(stop=True, delete=False)) is False
+    assert fake.calls == ["patch_namespaced_custom_object"]
+    assert hook.clean_up_workflow("wf", "ns", CleanupSteps(stop=True, delete=True)) is True
+    assert fake.calls[1:] == ["patch_namespaced_custom_object", "delete_namespaced_custom_object"]
+
+
+class _Response:
+    def __init__(self, status: int, body: bytes):
+        self.status, self.body, self.released = status, body, False
+
+    async def read(self) -> bytes:
+        return self.body
+
+    def release(self) -> None:
+        self.released = True
+
+
+def test_an_error_status_of_a_raw_call_is_read_released_and_typed():
+    hook = AsyncVolcanoArgoHook(conn_id="kubernetes_default")
+    response = _Response(403, STATUS_BODY.encode())
+
+    async def call():
+        return response
+
+    with pytest.raises(ApiForbiddenError, match="may not get pods/log"):
+        asyncio.run(hook._raw("get", "pods/log", "ns", call))
+    assert response.released
+
+
+def test_the_async_hook_maps_errors_and_absence_the_same_way(monkeypatch):
+    class FakeApi:
+        def __init__(self, conn):
+            pass
+
+        def __getattr__(self, method):
+            async def call(*args, **kwargs):
+                raise AsyncApiException(status=404, reason="Not Found")
+
+            return call
+
+    class FakeConn:
+        async def __aenter__(self):
+            return object()
+
+        async def __aexit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(volcano_argo.async_client, "CustomObjectsApi", FakeApi)
+    hook = AsyncVolcanoArgoHook(conn_id="kubernetes_default")
+    monkeypatch.setattr(hook, "get_conn", FakeConn)
+
+    async def scenario():
+        assert await hook.get_object(WORKFLOWS, "wf", "ns") is None
+        assert await hook.delete_object(WORKFLOWS, "wf", "ns") is False
+        assert await hook.stop_workflow("wf", "ns") is None
+        with pytest.raises(ApiNotFoundError):
+            await hook.patch_object(WORKFLOWS, "wf", {}, "ns")
+
+    asyncio.run(scenario())

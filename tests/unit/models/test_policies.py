@@ -1,0 +1,47 @@
+"""The clean-up policies: what each on-finish and on-kill action does."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_provider_volcano_argo.models.policies import (
+    CleanupSteps,
+    OnFinishAction,
+    OnKillAction,
+    finish_steps,
+    kill_steps,
+    parse_policy,
+)
+
+
+@pytest.mark.parametrize(
+    ("action", "succeeded", "steps"),
+    [
+        ("delete_workflow", True, CleanupSteps(stop=True, delete=True)),
+        ("delete_workflow", False, CleanupSteps(stop=True, delete=True)),
+        ("delete_succeeded_workflow", True, CleanupSteps(stop=True, delete=True)),
+        ("delete_succeeded_workflow", False, CleanupSteps(stop=True, delete=False)),  # kept for inspection
+        ("keep_workflow", True, CleanupSteps(stop=False, delete=False)),
+        ("keep_workflow", False, CleanupSteps(stop=False, delete=False)),
+    ],
+)
+def test_finish_steps(action, succeeded, steps):
+    assert finish_steps(action, succeeded) == steps
+
+
+@pytest.mark.parametrize(
+    ("action", "steps"),
+    [
+        ("delete_workflow", CleanupSteps(stop=True, delete=True)),
+        ("stop_workflow", CleanupSteps(stop=True, delete=False)),
+        ("keep_workflow", CleanupSteps(stop=False, delete=False)),
+    ],
+)
+def test_kill_steps(action, steps):
+    assert kill_steps(action) == steps
+
+
+def test_a_bad_action_is_refused_naming_the_field_and_the_choices():
+    with pytest.raises(ValueError, match="on_kill_action must be one of 'delete_workflow', 'stop_workflow'"):
+        parse_policy(OnKillAction, "on_kill_action", "delete")
+    assert parse_policy(OnFinishAction, "on_finish_action", "keep_workflow") is OnFinishAction.KEEP_WORKFLOW

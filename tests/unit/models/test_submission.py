@@ -1,0 +1,48 @@
+"""The Workflow object a task submits."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_provider_volcano_argo.models.submission import (
+    submitted_parameters,
+    with_submission,
+    workflow_from_manifest,
+    workflow_from_template,
+)
+
+LABELS = {"airflow.apache.org/dag-id": "d"}
+
+
+def test_from_a_template_as_argo_submit_from_does():
+    body = with_submission(workflow_from_template("volcano-mpi"), "wf-1", LABELS, {"workers": "3"})
+    assert body == {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {
+            "name": "wf-1",
+            "labels": {"workflows.argoproj.io/workflow-template": "volcano-mpi", **LABELS},
+        },
+        "spec": {
+            "workflowTemplateRef": {"name": "volcano-mpi"},
+            "arguments": {"parameters": [{"name": "workers", "value": "3"}]},
+        },
+    }
+    assert submitted_parameters(body) == {"workers": "3"}
+
+
+def test_an_inline_manifest_is_copied_named_and_its_arguments_overridden_by_name():
+    manifest = {
+        "metadata": {"generateName": "x-"},
+        "spec": {"arguments": {"parameters": [{"name": "a", "value": "1"}, {"name": "b", "value": "2"}]}},
+    }
+    body = with_submission(workflow_from_manifest(manifest, "workflow"), "wf-2", LABELS, {"b": "9"})
+    assert body["metadata"] == {"name": "wf-2", "labels": LABELS}
+    assert submitted_parameters(body) == {"a": "1", "b": "9"}
+    assert manifest["metadata"] == {"generateName": "x-"}  # the caller's manifest is left alone
+
+
+@pytest.mark.parametrize("manifest", [None, [], "text", {"kind": "WorkflowTemplate"}])
+def test_anything_but_one_workflow_manifest_is_refused(manifest):
+    with pytest.raises(ValueError, match="workflow_file 'f.yaml': must hold one Argo Workflow manifest"):
+        workflow_from_manifest(manifest, "workflow_file 'f.yaml'")
