@@ -1,10 +1,11 @@
-"""The reliability table (issue R1-R13): runs the scenario tests on the sandbox and prints one table.
+"""The reliability table: run the scenario tests on the sandbox and print one table.
 
     .venv/bin/python benchmarks/reliability.py [pytest arguments, e.g. -k r12]
 
-Each scenario is an integration test marked ``reliability``; its row (lines expected / delivered / repeated,
-objects left, seconds until the cluster was clean) is recorded by the test itself (tests/integration/
-reliability.py) and written as JSON, which this script prints as a Markdown table.
+Each scenario is an integration test marked ``reliability`` and listed in the registry of
+``tests/integration/reliability.py``; its row (lines expected / delivered / repeated, objects left, seconds until
+the cluster was clean) is recorded by the test itself, and a scenario that failed, was skipped or recorded nothing
+is a failed row. The table is printed and kept in ``benchmarks/results/reliability.md``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import benchlib  # noqa: E402
 
 from tests.integration.reliability import Row, format_table  # noqa: E402  (the tests' own table)
 
@@ -29,11 +33,24 @@ def main(argv: list[str]) -> int:
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "reliability", *argv]
         done = subprocess.run(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL)
         rows = [Row(**row) for row in json.loads(report.read_text())] if report.exists() else []
-    print(format_table(rows))
-    lost = sum((r.expected or 0) - (r.delivered or 0) for r in rows)
+    lost = sum(r.expected - r.delivered for r in rows if r.expected is not None and r.delivered is not None)
     repeated = sum(r.repeated or 0 for r in rows)
     left = sum(r.objects_left or 0 for r in rows)
-    print(f"\n{len(rows)} rows, pytest exit {done.returncode}: {lost} lines lost, {repeated} repeated, {left} left")
+    bad = sum(r.result != "pass" for r in rows)
+    text = "\n".join(
+        [
+            "### Reliability scenarios",
+            "",
+            format_table(rows),
+            "",
+            f"{len(rows)} rows ({bad} not passed), pytest exit {done.returncode}: {lost} lines lost, {repeated} "
+            f"repeated, {left} objects left",
+            "",
+            benchlib.machine_line(),
+        ]
+    )
+    print(text)
+    benchlib.keep_result("reliability", text)
     return done.returncode
 
 
