@@ -4,6 +4,6 @@ with the Argo workflow-controller, the Volcano controllers/scheduler and the kub
 Never imported by the provider's runtime modules; it does not import them either.
 """
 
-from .sandbox import NodeCapacity, Sandbox, SandboxOptions
+from airflow_provider_volcano_argo.sandbox.assembly import NodeCapacity, Sandbox, SandboxOptions
 
 __all__ = ["NodeCapacity", "Sandbox", "SandboxOptions"]

@@ -19,11 +19,20 @@ import time
 
 import yaml
 
-from ..informer import RESYNC_SECONDS, Controller
-from ..kubeapi import ApiException
-from ..manifests import object_path
-from ..runtime import Cluster, now_rfc3339, owner_reference
-from .rules import TemplateError, evaluate, input_scope, join_spec, node_id, pod_name, substitute, workflow_scope
+from airflow_provider_volcano_argo.sandbox.argo.rules import (
+    TemplateError,
+    evaluate,
+    input_scope,
+    join_spec,
+    node_id,
+    pod_name,
+    substitute,
+    workflow_scope,
+)
+from airflow_provider_volcano_argo.sandbox.controlplane.manifests import object_path
+from airflow_provider_volcano_argo.sandbox.emulation.cluster import Cluster, now_rfc3339, owner_reference
+from airflow_provider_volcano_argo.sandbox.emulation.informer import RESYNC_SECONDS, Controller
+from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException
 
 log = logging.getLogger(__name__)
 DONE = ("Succeeded", "Failed", "Error")
@@ -373,7 +382,7 @@ class WorkflowController(Controller):
 
     @staticmethod
     def _outputs(template: dict, obj: dict) -> list[dict]:
-        from .rules import json_path
+        from airflow_provider_volcano_argo.sandbox.argo.rules import json_path
 
         values = []
         for param in (template.get("outputs") or {}).get("parameters", []):

@@ -10,10 +10,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from ..kubeapi import ApiException, KubeApi
-from ..runtime import now_rfc3339
-from .logstore import LogStore
-from .programs import ContainerContext, ProgramRegistry
+from airflow_provider_volcano_argo.sandbox.emulation.cluster import now_rfc3339
+from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, KubeApi
+from airflow_provider_volcano_argo.sandbox.kubelet.logstore import LogStore
+from airflow_provider_volcano_argo.sandbox.kubelet.programs import ContainerContext, ProgramRegistry
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..kubeapi import ApiException, KubeApi
+from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, KubeApi
 
 
 @dataclass
@@ -201,8 +201,8 @@ class ProgramRegistry:
 
 def default_program(image: str) -> Program:
     """The image's default behaviour."""
-    from .kubectl import KubectlProgram
-    from .shell import ShellProgram
+    from airflow_provider_volcano_argo.sandbox.kubelet.kubectl import KubectlProgram
+    from airflow_provider_volcano_argo.sandbox.kubelet.shell import ShellProgram
 
     name = image.split("@")[0]
     if "example-mpi" in name:

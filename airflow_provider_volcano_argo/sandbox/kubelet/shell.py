@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from .programs import ContainerContext, Program
+from airflow_provider_volcano_argo.sandbox.kubelet.programs import ContainerContext, Program
 
 _VAR = re.compile(r"\$\{(\w+)\}|\$(\w+)")
 _CAPTURE = re.compile(r"^(\w+)=\$\((.*)\)$")

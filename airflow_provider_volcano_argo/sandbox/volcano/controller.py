@@ -12,12 +12,12 @@ import logging
 import threading
 from collections import defaultdict
 
-from ..informer import RESYNC_SECONDS, Controller
-from ..kubeapi import ApiException
-from ..kubelet.resources import pod_requests
-from ..runtime import Cluster, now_rfc3339, owner_reference
-from .plugins import controlled_resources, mutate_pod, plugin_resources
-from .rules import (
+from airflow_provider_volcano_argo.sandbox.emulation.cluster import Cluster, now_rfc3339, owner_reference
+from airflow_provider_volcano_argo.sandbox.emulation.informer import RESYNC_SECONDS, Controller
+from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException
+from airflow_provider_volcano_argo.sandbox.kubelet.resources import pod_requests
+from airflow_provider_volcano_argo.sandbox.volcano.plugins import controlled_resources, mutate_pod, plugin_resources
+from airflow_provider_volcano_argo.sandbox.volcano.rules import (
     FINISHING,
     OUT_OF_SYNC,
     TERMINAL,

@@ -12,7 +12,7 @@ import functools
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from .rules import pod_name
+from airflow_provider_volcano_argo.sandbox.volcano.rules import pod_name
 
 SVC_MOUNT = "/etc/volcano"
 SSH_MOUNT = "/root/.ssh"

@@ -12,10 +12,15 @@ from __future__ import annotations
 import logging
 import uuid
 
-from ..informer import RESYNC_SECONDS, Controller
-from ..kubeapi import ApiException
-from ..kubelet.resources import node_capacity_from_status, pod_requests, quantity, shortfall
-from ..runtime import Cluster, bind_pod, now_rfc3339
+from airflow_provider_volcano_argo.sandbox.emulation.cluster import Cluster, bind_pod, now_rfc3339
+from airflow_provider_volcano_argo.sandbox.emulation.informer import RESYNC_SECONDS, Controller
+from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException
+from airflow_provider_volcano_argo.sandbox.kubelet.resources import (
+    node_capacity_from_status,
+    pod_requests,
+    quantity,
+    shortfall,
+)
 
 log = logging.getLogger(__name__)
 COMPONENT = "volcano"

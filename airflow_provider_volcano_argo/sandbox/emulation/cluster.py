@@ -6,8 +6,8 @@ import datetime
 import threading
 import uuid
 
-from .informer import Informer
-from .kubeapi import ApiException, KubeApi
+from airflow_provider_volcano_argo.sandbox.emulation.informer import Informer
+from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, KubeApi
 
 
 def now_rfc3339(nanos: bool = False) -> str:

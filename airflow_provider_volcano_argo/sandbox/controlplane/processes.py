@@ -22,8 +22,8 @@ from pathlib import Path
 
 import yaml
 
-from .binaries import ControlPlaneBinaries
-from .pki import Pki
+from airflow_provider_volcano_argo.sandbox.controlplane.binaries import ControlPlaneBinaries
+from airflow_provider_volcano_argo.sandbox.controlplane.pki import Pki
 
 log = logging.getLogger(__name__)
 

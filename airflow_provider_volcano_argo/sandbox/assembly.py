@@ -11,11 +11,11 @@ from pathlib import Path
 
 import yaml
 
-from . import binaries as binaries_module
-from .controlplane import ControlPlane
-from .crds import apply_crds, sandbox_crds, upstream_crds
-from .kubeapi import ApiException, KubeApi
-from .runtime import Cluster
+from airflow_provider_volcano_argo.sandbox.controlplane import binaries as binaries_module
+from airflow_provider_volcano_argo.sandbox.controlplane.crds import apply_crds, sandbox_crds, upstream_crds
+from airflow_provider_volcano_argo.sandbox.controlplane.processes import ControlPlane
+from airflow_provider_volcano_argo.sandbox.emulation.cluster import Cluster
+from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, KubeApi
 
 log = logging.getLogger(__name__)
 
@@ -112,10 +112,10 @@ class Sandbox:
         return self
 
     def _start_emulators(self) -> None:
-        from .argo.controller import WorkflowController
-        from .kubelet import Kubelet
-        from .volcano.controller import VolcanoJobController
-        from .volcano.scheduler import VolcanoScheduler
+        from airflow_provider_volcano_argo.sandbox.argo.controller import WorkflowController
+        from airflow_provider_volcano_argo.sandbox.kubelet import Kubelet
+        from airflow_provider_volcano_argo.sandbox.volcano.controller import VolcanoJobController
+        from airflow_provider_volcano_argo.sandbox.volcano.scheduler import VolcanoScheduler
 
         assert self.cluster and self.control_plane
         self.kubelet = Kubelet(
@@ -201,7 +201,7 @@ class Sandbox:
 
     def apply(self, manifest: dict) -> dict:
         """Create ``manifest``, or replace it if it exists (``kubectl apply`` without the three-way merge)."""
-        from .manifests import apply_manifest
+        from airflow_provider_volcano_argo.sandbox.controlplane.manifests import apply_manifest
 
         return apply_manifest(self.api, manifest)
 

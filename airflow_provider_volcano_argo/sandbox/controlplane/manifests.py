@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from .kubeapi import ApiException, KubeApi
+from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, KubeApi
 
 _discovery: dict[tuple[int, str], dict[str, tuple[str, bool]]] = {}
 _lock = threading.Lock()

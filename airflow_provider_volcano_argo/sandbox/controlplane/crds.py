@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from .kubeapi import ApiException, KubeApi
+from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, KubeApi
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,2 @@
+"""The framework the emulators are built on: a dict-based API client, shared informers, a work-queue controller,
+and the ``Cluster`` every emulator is handed."""
