@@ -80,6 +80,14 @@ def retry_after_seconds(exc: ApiException) -> float | None:
         return None
 
 
+def status_message(exc: ApiException) -> str:
+    """Return the message of the ``Status`` an API error carries, else the error's reason."""
+    try:
+        return json.loads(exc.body)["message"]
+    except (ValueError, KeyError, TypeError):
+        return str(exc.reason)
+
+
 _PATCH_TYPES = {
     "merge": "application/merge-patch+json",
     "strategic": "application/strategic-merge-patch+json",
