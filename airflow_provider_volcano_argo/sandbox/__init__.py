@@ -1,5 +1,7 @@
-"""Local control plane for tests, demos and DAG authors: real etcd, kube-apiserver and kube-controller-manager,
-with the Argo workflow-controller, the Volcano controllers/scheduler and the kubelet emulated.
+"""Local control plane for tests, demos and DAG authors.
+
+Real etcd, kube-apiserver and kube-controller-manager, with the Argo workflow-controller, the Volcano
+controllers/scheduler and the kubelet emulated.
 
 Never imported by the provider's runtime modules; it does not import them either.
 """

@@ -1,8 +1,8 @@
-"""The emulated Argo workflow-controller: runs Workflows (from a WorkflowTemplate or inline) with ``dag``,
-``steps``, ``resource`` and ``container`` templates.
+"""The emulated Argo workflow-controller.
 
-Follows argoproj/argo-workflows v3.7 ``workflow/controller/operator.go`` (phases, shutdown, deadlines, status)
-and ``dag.go`` / ``steps.go`` (ordering). Nodes are kept by ``argo/nodes.py``; the leaves run in
+Runs Workflows (from a WorkflowTemplate or inline) with ``dag``, ``steps``, ``resource`` and ``container``
+templates. Follows argoproj/argo-workflows v3.7 ``workflow/controller/operator.go`` (phases, shutdown, deadlines,
+status) and ``dag.go`` / ``steps.go`` (ordering). Nodes are kept by ``argo/nodes.py``; the leaves run in
 ``argo/resource_step.py`` (``workflow/executor/resource.go``) and ``argo/container_step.py`` (``workflowpod.go``).
 """
 

@@ -1,5 +1,4 @@
-"""The ``resource`` template step: act on a manifest as the Workflow's service account, then wait for its
-success or failure condition.
+"""The ``resource`` template step: act on a manifest, then wait for its success or failure condition.
 
 Follows argoproj/argo-workflows v3.7 ``workflow/executor/resource.go`` (resource actions and conditions). The
 actions run in the controller, not in an executor pod, but **as the Workflow's service account**

@@ -1,8 +1,9 @@
-"""The emulated kubelet: Nodes with capacity, a default scheduler for non-Volcano pods, pod lifecycle, container
-logs behind the HTTPS endpoint the API server proxies for ``pods/log``, and fault injection.
+"""The emulated kubelet.
 
-Follows the kubelet (``pkg/kubelet``: node status, pod workers, graceful deletion) and kube-scheduler's binding
-(``pods/binding``) in what the provider can observe through the API.
+Nodes with capacity, a default scheduler for non-Volcano pods, pod lifecycle, container logs behind the HTTPS
+endpoint the API server proxies for ``pods/log``, and fault injection. Follows the kubelet (``pkg/kubelet``: node
+status, pod workers, graceful deletion) and kube-scheduler's binding (``pods/binding``) in what the provider can
+observe through the API.
 """
 
 from __future__ import annotations
@@ -10,9 +11,8 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from airflow_provider_volcano_argo.sandbox.controlplane.pki import Pki
 from airflow_provider_volcano_argo.sandbox.emulation.cluster import Cluster, bind_pod, now_rfc3339
 from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException
 from airflow_provider_volcano_argo.sandbox.kubelet.logstore import LogServer, LogStore
@@ -20,12 +20,18 @@ from airflow_provider_volcano_argo.sandbox.kubelet.pods import PodRunner
 from airflow_provider_volcano_argo.sandbox.kubelet.programs import ProgramRegistry
 from airflow_provider_volcano_argo.sandbox.kubelet.resources import fits, node_capacity, pod_requests
 
+if TYPE_CHECKING:
+    from airflow_provider_volcano_argo.sandbox.controlplane.pki import Pki
+
 log = logging.getLogger(__name__)
 
 
 class Kubelet:
-    """Runs every pod bound to its nodes. ``programs`` scripts container behaviour; the ``fail_container``,
-    ``evict_pod``, ``delete_pod`` and ``set_node_capacity`` methods inject faults."""
+    """Runs every pod bound to its nodes.
+
+    ``programs`` scripts container behaviour; the ``fail_container``, ``evict_pod``, ``delete_pod`` and
+    ``set_node_capacity`` methods inject faults.
+    """
 
     def __init__(self, cluster: Cluster, nodes: list, pki: Pki, workdir: Path, time_scale: float = 1.0):
         self.cluster = cluster

@@ -1,7 +1,7 @@
-"""What Volcano's job controller does to a Job's objects: the PodGroup, the plugins' resources and the pods it
-creates, killing them, and an action executed in the Job's current phase.
+"""What Volcano's job controller does to a Job's objects.
 
-Follows volcano-sh/volcano ``pkg/controllers/job/`` (``job_controller_actions.go``: syncJob, killJob,
+It creates the PodGroup, the plugins' resources and the pods, kills them, and executes an action in the Job's
+current phase. Follows volcano-sh/volcano ``pkg/controllers/job/`` (``job_controller_actions.go``: syncJob, killJob,
 createOrUpdatePodGroup; ``job_controller_util.go``: createJobPod; ``state/``: each phase's ``Execute(action)``).
 """
 

@@ -1,8 +1,8 @@
-"""The emulated Volcano gang scheduler: enqueue PodGroups, bind a gang only when ``minMember`` pods fit at once,
-and say why not.
+"""The emulated Volcano gang scheduler.
 
-Follows volcano-sh/volcano ``pkg/scheduler/actions/enqueue/enqueue.go`` (Pending -> Inqueue when the queue is
-Open and ``minResources`` fit), ``actions/allocate`` with the ``gang`` plugin (all-or-nothing binding,
+It enqueues PodGroups, binds a gang only when ``minMember`` pods fit at once, and says why not. Follows
+volcano-sh/volcano ``pkg/scheduler/actions/enqueue/enqueue.go`` (Pending -> Inqueue when the queue is Open and
+``minResources`` fit), ``actions/allocate`` with the ``gang`` plugin (all-or-nothing binding,
 ``plugins/gang/gang.go``: the ``Unschedulable`` / ``Scheduled`` conditions and their messages),
 ``framework/session.go: getPodGroupPhase`` and ``cache/cache.go: RecordJobStatusEvent``.
 """

@@ -1,8 +1,8 @@
-"""How Volcano's job controller reads a Job's pods and writes the Job's status: pod phases and restarts, counts
-per phase and per task, and the status itself.
+"""How Volcano's job controller reads a Job's pods and writes the Job's status.
 
-Follows volcano-sh/volcano ``pkg/controllers/job/job_controller_actions.go`` (``classifyAndAddUpPodBaseOnPhase``,
-``calcPodStatus``, the status ``syncJob`` and ``killJob`` write; pods of an older job version are not counted).
+Pod phases and restarts, counts per phase and per task, and the status itself. Follows volcano-sh/volcano
+``pkg/controllers/job/job_controller_actions.go`` (``classifyAndAddUpPodBaseOnPhase``, ``calcPodStatus``, the status
+``syncJob`` and ``killJob`` write; pods of an older job version are not counted).
 """
 
 from __future__ import annotations
