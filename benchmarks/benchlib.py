@@ -85,7 +85,7 @@ def sandbox(audit_log: bool = False, nodes: list | None = None, time_scale: floa
     It stops on exit (also on errors and Ctrl-C). ``time_scale``: 1.0 for upstream's timings (the sandbox's default
     is 0.1).
     """
-    from airflow_provider_volcano_argo.sandbox.sandbox import Sandbox, SandboxOptions
+    from airflow_provider_volcano_argo.sandbox.assembly import Sandbox, SandboxOptions
 
     options = SandboxOptions(audit_log=audit_log, airflow_role_file=ROLE_FILE)
     if nodes:
@@ -125,7 +125,7 @@ def extra_identity(sb, name: str, namespaces: list[str]) -> tuple[str, str]:
 
     A baseline's requests can then be told apart in the audit log. Returns (connection JSON, username).
     """
-    from airflow_provider_volcano_argo.sandbox.sandbox import AIRFLOW_NAMESPACE, AIRFLOW_ROLE
+    from airflow_provider_volcano_argo.sandbox.assembly import AIRFLOW_NAMESPACE, AIRFLOW_ROLE
 
     token = sb.service_account_token(AIRFLOW_NAMESPACE, name)
     for ns in namespaces:
@@ -144,7 +144,7 @@ def extra_identity(sb, name: str, namespaces: list[str]) -> tuple[str, str]:
 
 
 def airflow_username() -> str:
-    from airflow_provider_volcano_argo.sandbox.sandbox import AIRFLOW_NAMESPACE, AIRFLOW_SERVICE_ACCOUNT
+    from airflow_provider_volcano_argo.sandbox.assembly import AIRFLOW_NAMESPACE, AIRFLOW_SERVICE_ACCOUNT
 
     return f"system:serviceaccount:{AIRFLOW_NAMESPACE}:{AIRFLOW_SERVICE_ACCOUNT}"
 

@@ -197,8 +197,8 @@ def measure(n: int, window: float, trace: bool = False) -> dict:
     """One sandbox with room for ``n`` gangs; ``n`` long-running jobs; ours, then the pollers."""
     from urllib.parse import urlparse
 
+    from airflow_provider_volcano_argo.sandbox import NodeCapacity
     from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
-    from airflow_provider_volcano_argo.sandbox.sandbox import NodeCapacity
 
     nodes = [NodeCapacity("bench-node-0", cpu="256", memory="1024Gi", pods=2 * n + 20)]
     # upstream's timings (probe delays, the resource step's 5 s poll, 10 s controller resync): at the sandbox's

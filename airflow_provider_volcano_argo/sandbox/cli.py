@@ -12,11 +12,11 @@ import sys
 import threading
 from pathlib import Path
 
-from . import binaries
+from airflow_provider_volcano_argo.sandbox.controlplane import binaries
 
 
 def _options(args: argparse.Namespace):
-    from .sandbox import SandboxOptions
+    from airflow_provider_volcano_argo.sandbox.assembly import SandboxOptions
 
     upstream = Path(args.upstream_dir) if args.upstream_dir else None
     role = Path(args.airflow_role) if args.airflow_role else None
@@ -34,7 +34,7 @@ def _install(args: argparse.Namespace) -> int:
 
 
 def _up(args: argparse.Namespace) -> int:
-    from .sandbox import Sandbox
+    from airflow_provider_volcano_argo.sandbox.assembly import Sandbox
 
     out = Path(args.kubeconfig_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -57,7 +57,7 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .sandbox import Sandbox
+    from airflow_provider_volcano_argo.sandbox.assembly import Sandbox
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:

@@ -35,7 +35,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def upstream_dir(config: pytest.Config) -> Path | None:
-    """The upstream reference folder: the option, else ``shared/upstream`` beside the checkout, if present."""
+    """Return the upstream reference folder: the option, else ``shared/upstream`` beside the checkout, if present."""
     given = config.getoption("--sandbox-upstream-dir")
     if given:
         return Path(given)
@@ -61,7 +61,7 @@ def sandbox(request: pytest.FixtureRequest) -> Iterator:
 
 @pytest.fixture
 def sandbox_namespace(sandbox) -> Iterator[str]:
-    """A namespace of its own for one test (service account ``argo``, the Airflow identity's Role bound)."""
+    """Give one test a namespace of its own (service account ``argo``, the Airflow identity's Role bound)."""
     name = sandbox.create_namespace(f"t-{uuid.uuid4().hex[:10]}")
     yield name
     sandbox.delete_namespace(name)

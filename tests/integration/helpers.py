@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_volcano_argo.sandbox.kubeapi import KubeApi
+from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import KubeApi
 
 
 def wait_for(
@@ -42,6 +42,57 @@ def submit_from_template(api: KubeApi, namespace: str, template: str, parameters
     if parameters:
         body["spec"]["arguments"] = {"parameters": [{"name": k, "value": v} for k, v in parameters.items()]}
     return api.create("workflows", body, namespace)
+
+
+def volcano_job(
+    name: str,
+    workers: int,
+    cpu: str = "100m",
+    master_policies=None,
+    policies=None,
+    max_retry: int = 3,
+    restart: str = "OnFailure",
+) -> dict:
+    """Build a Volcano MPI Job: one ``mpimaster`` (``TaskCompleted -> CompleteJob``) and ``workers`` sshd workers."""
+    worker_spec = {
+        "containers": [
+            {
+                "name": "mpiworker",
+                "image": "volcanosh/example-mpi:0.0.3",
+                "command": ["/bin/sh", "-c", "/usr/sbin/sshd -D"],
+                "resources": {"requests": {"cpu": cpu}},
+            }
+        ],
+        "restartPolicy": "OnFailure",
+    }
+    master_spec = {
+        "containers": [
+            {"name": "mpimaster", "image": "volcanosh/example-mpi:0.0.3", "command": ["/bin/sh", "-c", "echo master"]}
+        ],
+        "restartPolicy": restart,
+    }
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "minAvailable": workers + 1,
+            "schedulerName": "volcano",
+            "queue": "default",
+            "maxRetry": max_retry,
+            "plugins": {"ssh": [], "svc": []},
+            "policies": policies or [],
+            "tasks": [
+                {
+                    "name": "mpimaster",
+                    "replicas": 1,
+                    "policies": [{"event": "TaskCompleted", "action": "CompleteJob"}, *(master_policies or [])],
+                    "template": {"spec": master_spec},
+                },
+                {"name": "mpiworker", "replicas": workers, "template": {"spec": worker_spec}},
+            ],
+        },
+    }
 
 
 def phase_of(api: KubeApi, kind: str, name: str, namespace: str) -> str:

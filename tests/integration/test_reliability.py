@@ -131,13 +131,13 @@ def test_r9_each_verb_of_the_role_is_needed_and_named_when_missing(
     import tests.dags.mpi_test_dags as mpi
     import tests.dags.sensor_dags as sensors
 
-    from .test_volcano_emulation import _job
+    from .helpers import volcano_job
 
     sandbox.set_airflow_rules(_without(group, resource, verb), mpi_namespace)
     wait_for(lambda: _denied(sandbox, mpi_namespace, group, resource, verb), 30, what=f"{verb} {resource} revoked")
     scenario = SCENARIO_OF.get((group, resource, verb), "mpi")
     if scenario == "sensor":
-        sandbox.api.create("vcjobs", _job("outside", workers=1), mpi_namespace)
+        sandbox.api.create("vcjobs", volcano_job("outside", workers=1), mpi_namespace)
         states, log = run_dag(sensors.test_job_sensor_poke, caplog, capfd, namespace=mpi_namespace, name="outside")
     elif scenario == "gang":
         states, log = run_dag(mpi.mpi_unschedulable, caplog, capfd, namespace=mpi_namespace)

@@ -10,8 +10,7 @@ import pytest
 import tests.dags.sensor_dags as dags
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
 
-from .helpers import run_dag
-from .test_volcano_emulation import _job
+from .helpers import run_dag, volcano_job
 
 pytestmark = pytest.mark.integration
 
@@ -32,7 +31,7 @@ def _later(seconds: float, action) -> threading.Thread:
 def test_job_sensor_waits_for_completed(sandbox, ns, caplog, capfd, mode):
     lines = ["outside job says hello", "outside job done"]
     sandbox.kubelet.programs.script(ScriptedProgram(lines=lines, duration=4), namespace=ns, container="mpimaster")
-    creator = _later(1, lambda: sandbox.api.create("vcjobs", _job("outside", workers=1), ns))
+    creator = _later(1, lambda: sandbox.api.create("vcjobs", volcano_job("outside", workers=1), ns))
     try:
         states, log = run_dag(getattr(dags, f"test_job_sensor_{mode}"), caplog, capfd, namespace=ns, name="outside")
     finally:
@@ -46,7 +45,9 @@ def test_job_sensor_waits_for_completed(sandbox, ns, caplog, capfd, mode):
 
 def test_job_sensor_fails_fast_on_a_failing_phase(sandbox, ns, caplog, capfd):
     sandbox.kubelet.programs.script(ScriptedProgram(lines=["boom"], exit_code=2), namespace=ns, container="mpimaster")
-    job = _job("doomed", workers=1, master_policies=[{"event": "PodFailed", "action": "TerminateJob"}], restart="Never")
+    job = volcano_job(
+        "doomed", workers=1, master_policies=[{"event": "PodFailed", "action": "TerminateJob"}], restart="Never"
+    )
     sandbox.api.create("vcjobs", job, ns)
     try:
         started = time.monotonic()
@@ -60,7 +61,7 @@ def test_job_sensor_fails_fast_on_a_failing_phase(sandbox, ns, caplog, capfd):
 
 def test_job_sensor_times_out_and_soft_fail_skips(sandbox, ns, caplog, capfd):
     sandbox.kubelet.programs.script(ScriptedProgram(duration=3600), namespace=ns, container="mpimaster")
-    sandbox.api.create("vcjobs", _job("endless", workers=1), ns)
+    sandbox.api.create("vcjobs", volcano_job("endless", workers=1), ns)
     try:
         states, log = run_dag(dags.job_sensor_short, caplog, capfd, namespace=ns, name="endless")
         assert states == {"wait": "failed"} and f"volcano_job {ns}/endless still " in log and "after 3 s" in log

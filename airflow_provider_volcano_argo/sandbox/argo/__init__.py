@@ -1,0 +1,1 @@
+"""The emulated Argo workflow-controller (argoproj/argo-workflows v3.7)."""

@@ -1,53 +1,38 @@
-"""The emulated Argo workflow-controller: runs Workflows (from a WorkflowTemplate or inline) with ``dag``,
-``steps``, ``resource`` and ``container`` templates.
+"""The emulated Argo workflow-controller.
 
-Follows argoproj/argo-workflows v3.7 ``workflow/controller/operator.go`` (phases, nodes, shutdown, deadlines),
-``dag.go`` / ``steps.go`` (ordering), ``workflowpod.go`` (pods: name v2, labels, annotations, container ``main``)
-and ``workflow/executor/resource.go`` (resource actions and conditions). Resource actions run in the controller,
-not in an executor pod, but **as the Workflow's service account** (impersonation), so RBAC decides as on a
-cluster; conditions are re-checked whenever the created object changes and every ``5 s * time_scale`` (upstream's
-``RESOURCE_STATE_CHECK_INTERVAL``).
+Runs Workflows (from a WorkflowTemplate or inline) with ``dag``, ``steps``, ``resource`` and ``container``
+templates. Follows argoproj/argo-workflows v3.7 ``workflow/controller/operator.go`` (phases, shutdown, deadlines,
+status) and ``dag.go`` / ``steps.go`` (ordering). Nodes are kept by ``argo/nodes.py``; the leaves run in
+``argo/resource_step.py`` (``workflow/executor/resource.go``) and ``argo/container_step.py`` (``workflowpod.go``).
 """
 
 from __future__ import annotations
 
-import copy
-import json
+import datetime
 import logging
 import threading
-import time
+from typing import TYPE_CHECKING
 
-import yaml
+from airflow_provider_volcano_argo.sandbox.argo.container_step import ContainerSteps
+from airflow_provider_volcano_argo.sandbox.argo.nodes import NODE_DONE, WorkflowRun, end_node, progress
+from airflow_provider_volcano_argo.sandbox.argo.resource_step import ResourceSteps
+from airflow_provider_volcano_argo.sandbox.argo.rules import (
+    TemplateError,
+    input_scope,
+    join_spec,
+    node_id,
+    pod_name,
+    workflow_scope,
+)
+from airflow_provider_volcano_argo.sandbox.emulation.cluster import now_rfc3339
+from airflow_provider_volcano_argo.sandbox.emulation.informer import RESYNC_SECONDS, Controller
+from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException
 
-from ..informer import RESYNC_SECONDS, Controller
-from ..kubeapi import ApiException
-from ..manifests import object_path
-from ..runtime import Cluster, now_rfc3339, owner_reference
-from .rules import TemplateError, evaluate, input_scope, join_spec, node_id, pod_name, substitute, workflow_scope
+if TYPE_CHECKING:
+    from airflow_provider_volcano_argo.sandbox.emulation.cluster import Cluster
 
 log = logging.getLogger(__name__)
 DONE = ("Succeeded", "Failed", "Error")
-NODE_DONE = ("Succeeded", "Failed", "Error", "Skipped", "Omitted")
-DENIED_GRACE_SECONDS = 15.0
-
-
-def _api_message(exc: ApiException) -> str:
-    try:
-        return json.loads(exc.body)["message"]
-    except (ValueError, KeyError, TypeError):
-        return str(exc.reason)
-
-
-class _Run:
-    """One reconcile of one Workflow: the nodes as they are, and what changed."""
-
-    def __init__(self, workflow: dict, spec: dict):
-        self.workflow = workflow
-        self.spec = spec
-        self.name = workflow["metadata"]["name"]
-        self.nodes: dict = copy.deepcopy((workflow.get("status") or {}).get("nodes") or {})
-        self.templates = {t["name"]: t for t in spec.get("templates", [])}
-        self.requeue = False
 
 
 class WorkflowController(Controller):
@@ -60,16 +45,15 @@ class WorkflowController(Controller):
         self.cluster = cluster
         self.api = cluster.api
         self.poll_seconds = 5.0 * time_scale
-        self.created: dict[tuple[str, str], dict] = {}  # (workflow uid, node id) -> the resource step's object
-        self.attempted: set[tuple[str, str]] = set()  # nodes whose create was sent (the reply may have been lost)
-        self.denied_since: dict[tuple[str, str], float] = {}  # nodes whose status read is being refused
         self.finished: set[str] = set()  # uids of Workflows this controller has ended
         self.lock = threading.Lock()
+        self.resources = ResourceSteps(self.api, self.lock)
 
     def start(self) -> None:
         self.workflows = self.cluster.informer("workflows")
         self.pods = self.cluster.informer("pods")
         self.jobs = self.cluster.informer("vcjobs")
+        self.containers = ContainerSteps(self.api, self.pods)
         self.workflows.subscribe(lambda k, o, old: self.enqueue((o["metadata"]["namespace"], o["metadata"]["name"])))
         self.pods.subscribe(self._on_owned)
         self.jobs.subscribe(self._on_owned)
@@ -108,7 +92,7 @@ class WorkflowController(Controller):
         except TemplateError as exc:
             self._finish(workflow, {}, "Error", str(exc))
             return None
-        run = _Run(workflow, spec)
+        run = WorkflowRun(workflow, spec)
         status = workflow.get("status") or {}
         started = status.get("startedAt") or now_rfc3339()
         shutdown = spec.get("shutdown")
@@ -132,7 +116,7 @@ class WorkflowController(Controller):
             self._finish(workflow, run.nodes, "Succeeded" if phase == "Succeeded" else "Failed", message, started)
             return None
         # as upstream's status.storedWorkflowTemplateSpec: the template is read once, at the start
-        status = {"phase": "Running", "startedAt": started, "nodes": run.nodes, "progress": _progress(run.nodes)}
+        status = {"phase": "Running", "startedAt": started, "nodes": run.nodes, "progress": progress(run.nodes)}
         if (workflow.get("spec") or {}).get("workflowTemplateRef"):
             status["storedWorkflowTemplateSpec"] = {k: v for k, v in spec.items() if k != "shutdown"}
         self._write(workflow, status)
@@ -154,41 +138,10 @@ class WorkflowController(Controller):
             raise TemplateError("spec.entrypoint is required")
         return joined
 
-    # -- nodes ----------------------------------------------------------------------------------------------
-    def _node(self, run: _Run, name: str, template: dict, boundary: str | None, kind: str) -> dict:
-        nid = node_id(run.name, name)
-        if nid not in run.nodes:
-            run.nodes[nid] = {
-                "id": nid,
-                "name": name,
-                "displayName": name.split(".")[-1].split("]")[-1] or name,
-                "type": kind,
-                "templateName": template["name"],
-                "phase": "Running",
-                "startedAt": now_rfc3339(),
-                "children": [],
-            }
-            if boundary:
-                run.nodes[nid]["boundaryID"] = boundary
-        return run.nodes[nid]
-
-    def _link(self, run: _Run, parent: dict, child_name: str) -> None:
-        child = node_id(run.name, child_name)
-        if child not in parent["children"]:
-            parent["children"].append(child)
-
-    @staticmethod
-    def _end(node: dict, phase: str, message: str = "") -> str:
-        if node["phase"] not in NODE_DONE:
-            node["phase"] = phase
-            node["finishedAt"] = now_rfc3339()
-            if message:
-                node["message"] = message
-        return node["phase"]
-
+    # -- templates ------------------------------------------------------------------------------------------
     def _execute(
         self,
-        run: _Run,
+        run: WorkflowRun,
         template_name: str,
         node_name: str,
         boundary: str | None,
@@ -204,13 +157,13 @@ class WorkflowController(Controller):
         if "steps" in template:
             return self._steps(run, template, node_name, boundary, scope)
         if "resource" in template:
-            return self._resource(run, template, node_name, boundary, scope)
+            return self.resources.run(run, template, node_name, boundary, scope)
         if "container" in template or "script" in template:
-            return self._container(run, template, node_name, boundary, scope)
+            return self.containers.run(run, template, node_name, boundary, scope)
         raise TemplateError(f"template {template_name} has no supported type (dag, steps, resource, container)")
 
-    def _dag(self, run: _Run, template: dict, node_name: str, boundary: str | None, scope: dict) -> str:
-        node = self._node(run, node_name, template, boundary, "DAG")
+    def _dag(self, run: WorkflowRun, template: dict, node_name: str, boundary: str | None, scope: dict) -> str:
+        node = run.node(node_name, template, boundary, "DAG")
         if node["phase"] in NODE_DONE:
             return node["phase"]
         tasks = {t["name"]: t for t in template["dag"]["tasks"]}
@@ -224,7 +177,7 @@ class WorkflowController(Controller):
                     phases[name] = "Omitted"
                 elif all(phases.get(d) == "Succeeded" for d in deps):
                     child = f"{node_name}.{name}"
-                    self._link(run, node, child)
+                    run.link(node, child)
                     phases[name] = self._execute(
                         run, task["template"], child, node["id"], task.get("arguments") or {}, scope
                     )
@@ -232,237 +185,35 @@ class WorkflowController(Controller):
             failed = [n for n, p in phases.items() if p in ("Failed", "Error")]
             if failed:
                 message = run.nodes.get(node_id(run.name, f"{node_name}.{failed[0]}"), {}).get("message", "")
-                return self._end(node, "Failed", message)
-            return self._end(node, "Succeeded")
+                return end_node(node, "Failed", message)
+            return end_node(node, "Succeeded")
         return "Running"
 
-    def _steps(self, run: _Run, template: dict, node_name: str, boundary: str | None, scope: dict) -> str:
-        node = self._node(run, node_name, template, boundary, "Steps")
+    def _steps(self, run: WorkflowRun, template: dict, node_name: str, boundary: str | None, scope: dict) -> str:
+        node = run.node(node_name, template, boundary, "Steps")
         if node["phase"] in NODE_DONE:
             return node["phase"]
         for index, group in enumerate(template["steps"]):
             group_name = f"{node_name}[{index}]"
-            self._link(run, node, group_name)
-            group_node = self._node(run, group_name, {"name": template["name"]}, node["id"], "StepGroup")
+            run.link(node, group_name)
+            group_node = run.node(group_name, {"name": template["name"]}, node["id"], "StepGroup")
             phases = []
             for step in group:
                 child = f"{group_name}.{step['name']}"
-                self._link(run, group_node, child)
+                run.link(group_node, child)
                 phases.append(
                     self._execute(run, step["template"], child, node["id"], step.get("arguments") or {}, scope)
                 )
             if not all(p in NODE_DONE for p in phases):
                 return "Running"
             failed = [p for p in phases if p in ("Failed", "Error")]
-            self._end(group_node, "Failed" if failed else "Succeeded")
+            end_node(group_node, "Failed" if failed else "Succeeded")
             if failed:
-                return self._end(node, "Failed", f"child '{group_node['id']}' failed")
-        return self._end(node, "Succeeded")
-
-    # -- leaves ---------------------------------------------------------------------------------------------
-    def _service_account(self, run: _Run, template: dict) -> str:
-        return template.get("serviceAccountName") or run.spec.get("serviceAccountName") or "default"
-
-    def _resource(self, run: _Run, template: dict, node_name: str, boundary: str | None, scope: dict) -> str:
-        node = self._node(run, node_name, template, boundary, "Pod")
-        if node["phase"] in NODE_DONE:
-            return node["phase"]
-        resource = template["resource"]
-        ns = run.workflow["metadata"]["namespace"]
-        sa = self._service_account(run, template)
-        as_sa = self.api.impersonating(f"system:serviceaccount:{ns}:{sa}", ["system:serviceaccounts"])
-        key = (run.workflow["metadata"]["uid"], node["id"])
-        with self.lock:
-            created = self.created.get(key)
-        if created is None:
-            manifest = yaml.safe_load(substitute(resource.get("manifest", ""), scope))
-            manifest.setdefault("metadata", {}).setdefault("namespace", ns)
-            if resource.get("setOwnerReference"):
-                manifest["metadata"].setdefault("ownerReferences", []).append(owner_reference(run.workflow))
-            action = resource.get("action", "create")
-            created = self._earlier_attempt(run, key, action, manifest)
-            try:
-                with self.lock:
-                    self.attempted.add(key)
-                if created is None:
-                    created = self._act(as_sa, action, manifest, resource.get("mergeStrategy", "strategic"))
-            except ApiException as exc:
-                created = self._earlier_attempt(run, key, action, manifest) if exc.status == 409 else None
-                if created is None:
-                    return self._end(node, "Failed", f"main: Error (exit code 1): {_api_message(exc)}")
-            if action == "delete" or created is None:
-                return self._end(node, "Succeeded")
-            with self.lock:
-                self.created[key] = created
-            node["outputs"] = {"parameters": self._outputs(template, created)} if template.get("outputs") else {}
-        success, failure = resource.get("successCondition"), resource.get("failureCondition")
-        if not success and not failure:
-            return self._end(node, "Succeeded")
-        try:
-            current = as_sa.request("GET", object_path(self.api, created))
-            with self.lock:
-                self.denied_since.pop(key, None)
-        except ApiException as exc:
-            if exc.status in (401, 403) and self._still_transient(key):
-                # Kubernetes 1.20 serves before its RBAC caches have synced after a restart (later versions
-                # gate readiness on it): a refusal that clears within the grace is not the step's failure
-                run.requeue = True
-                return "Running"
-            if exc.status == 404:
-                return self._end(
-                    node,
-                    "Failed",
-                    "main: Error (exit code 64): The resource has been deleted while "
-                    "its status was still being checked. Will not be retried",
-                )
-            return self._end(node, "Failed", f"main: Error (exit code 64): {_api_message(exc)}")
-        outcome, message = evaluate(success, failure, current)
-        if outcome == "Failed":
-            return self._end(node, "Failed", f"main: Error (exit code 64): {message}")
-        if outcome == "Succeeded":
-            return self._end(node, "Succeeded")
-        run.requeue = True
-        return "Running"
-
-    def _still_transient(self, key: tuple[str, str]) -> bool:
-        with self.lock:
-            first = self.denied_since.setdefault(key, time.monotonic())
-        return time.monotonic() - first < DENIED_GRACE_SECONDS
-
-    def _earlier_attempt(self, run: _Run, key: tuple[str, str], action: str, manifest: dict) -> dict | None:
-        """The object an earlier create for this node made when its reply was lost (a timeout under load):
-        upstream's executor would have recorded it before failing, so the step must not create a second one."""
-        with self.lock:
-            if action != "create" or key not in self.attempted:
-                return None
-        meta = manifest["metadata"]
-        uid = run.workflow["metadata"]["uid"]
-        listing = self.api.request("GET", object_path(self.api, manifest, with_name=False))
-        for item in listing.get("items", []):
-            name = item["metadata"]["name"]
-            owned = any(r.get("uid") == uid for r in item["metadata"].get("ownerReferences") or [])
-            if owned and (
-                name == meta.get("name") or (meta.get("generateName") and name.startswith(meta["generateName"]))
-            ):
-                return item
-        return None
-
-    def _act(self, api, action: str, manifest: dict, strategy: str) -> dict | None:
-        if action == "create":
-            return api.request("POST", object_path(self.api, manifest, with_name=False), body=manifest)
-        if action == "delete":
-            try:
-                api.request("DELETE", object_path(self.api, manifest))
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
-            return None
-        if action == "get":
-            return api.request("GET", object_path(self.api, manifest))
-        if action in ("apply", "replace", "patch"):
-            content = {"merge": "application/merge-patch+json", "json": "application/json-patch+json"}.get(
-                strategy, "application/merge-patch+json"
-            )
-            try:
-                return api.request("PATCH", object_path(self.api, manifest), body=manifest, content_type=content)
-            except ApiException as exc:
-                if exc.status != 404 or action == "patch":
-                    raise
-            return api.request("POST", object_path(self.api, manifest, with_name=False), body=manifest)
-        raise TemplateError(f"unsupported resource action {action}")
-
-    @staticmethod
-    def _outputs(template: dict, obj: dict) -> list[dict]:
-        from .rules import json_path
-
-        values = []
-        for param in (template.get("outputs") or {}).get("parameters", []):
-            path = ((param.get("valueFrom") or {}).get("jsonPath") or "").strip("{}").lstrip(".")
-            values.append({"name": param["name"], "value": str(json_path(obj, path) if path else "")})
-        return values
-
-    def _container(self, run: _Run, template: dict, node_name: str, boundary: str | None, scope: dict) -> str:
-        node = self._node(run, node_name, template, boundary, "Pod")
-        if node["phase"] in NODE_DONE:
-            return node["phase"]
-        ns = run.workflow["metadata"]["namespace"]
-        name = pod_name(run.name, template["name"], node_name)
-        pod = self.pods.get(ns, name)
-        if pod is None:
-            container = copy.deepcopy(substitute(template.get("container") or template.get("script"), scope))
-            container["name"] = "main"
-            if "script" in template:
-                container.setdefault("command", ["sh"])
-                container["args"] = [*container.get("args", []), "-c", container.pop("source", "")]
-            spec = {
-                "containers": [container],
-                "restartPolicy": "Never",
-                "serviceAccountName": self._service_account(run, template),
-            }
-            if template.get("activeDeadlineSeconds") is not None:
-                spec["activeDeadlineSeconds"] = int(template["activeDeadlineSeconds"])
-            body = {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {
-                    "name": name,
-                    "namespace": ns,
-                    "labels": {"workflows.argoproj.io/workflow": run.name, "workflows.argoproj.io/completed": "false"},
-                    "annotations": {
-                        "workflows.argoproj.io/node-name": node_name,
-                        "workflows.argoproj.io/node-id": node["id"],
-                        "kubectl.kubernetes.io/default-container": "main",
-                    },
-                    "ownerReferences": [owner_reference(run.workflow)],
-                },
-                "spec": spec,
-            }
-            try:
-                self.api.create("pods", body, ns)
-            except ApiException as exc:
-                if exc.status != 409:
-                    return self._end(node, "Error", _api_message(exc))
-            return "Running"
-        phase = (pod.get("status") or {}).get("phase", "Pending")
-        if phase in ("Succeeded", "Failed"):
-            ended = (
-                next(
-                    (
-                        c.get("state", {}).get("terminated")
-                        for c in (pod.get("status") or {}).get("containerStatuses", [])
-                        if c.get("name") == "main"
-                    ),
-                    None,
-                )
-                or {}
-            )
-            code = int(ended.get("exitCode", 0 if phase == "Succeeded" else 1))
-            node["outputs"] = {"exitCode": str(code)}
-            reason = (pod.get("status") or {}).get("reason")
-            message = (
-                ""
-                if phase == "Succeeded"
-                else (
-                    "Pod was active on the node longer than the specified deadline"
-                    if reason == "DeadlineExceeded"
-                    else f"Error (exit code {code})"
-                )
-            )
-            self._label_completed(pod)
-            return self._end(node, phase, message)
-        return "Running"
-
-    def _label_completed(self, pod: dict) -> None:
-        meta = pod["metadata"]
-        if meta.get("labels", {}).get("workflows.argoproj.io/completed") != "true":
-            patch = {"metadata": {"labels": {"workflows.argoproj.io/completed": "true"}}}
-            try:
-                self.api.patch("pods", meta["name"], patch, meta["namespace"])
-            except ApiException:
-                pass
+                return end_node(node, "Failed", f"child '{group_node['id']}' failed")
+        return end_node(node, "Succeeded")
 
     # -- shutdown, status -----------------------------------------------------------------------------------
-    def _stop_nodes(self, run: _Run, message: str) -> None:
+    def _stop_nodes(self, run: WorkflowRun, message: str) -> None:
         ns = run.workflow["metadata"]["namespace"]
         for node in run.nodes.values():
             if node["phase"] in NODE_DONE:
@@ -472,7 +223,7 @@ class WorkflowController(Controller):
                 self.api.delete(
                     "pods", pod_name(run.name, node["templateName"], node["name"]), ns, grace_period_seconds=0
                 )
-            self._end(node, "Failed", message)
+            end_node(node, "Failed", message)
 
     def _finish(self, workflow: dict, nodes: dict, phase: str, message: str, started: str | None = None) -> None:
         status = {
@@ -480,7 +231,7 @@ class WorkflowController(Controller):
             "startedAt": started or now_rfc3339(),
             "finishedAt": now_rfc3339(),
             "nodes": nodes,
-            "progress": _progress(nodes),
+            "progress": progress(nodes),
             "conditions": [{"type": "Completed", "status": "True"}],
         }
         if message:
@@ -489,9 +240,7 @@ class WorkflowController(Controller):
         with self.lock:
             uid = workflow["metadata"]["uid"]
             self.finished.add(uid)
-            for key in [k for k in self.created if k[0] == uid]:
-                self.created.pop(key)
-            self.attempted = {k for k in self.attempted if k[0] != uid}
+            self.resources.forget(uid)
 
     def _write(self, workflow: dict, status: dict, completed: bool = False) -> None:
         old = workflow.get("status") or {}
@@ -515,12 +264,5 @@ class WorkflowController(Controller):
 
 
 def _age(started: str) -> float:
-    import datetime
-
     begun = datetime.datetime.fromisoformat(started.replace("Z", "+00:00"))
     return (datetime.datetime.now(datetime.timezone.utc) - begun).total_seconds()
-
-
-def _progress(nodes: dict) -> str:
-    pods = [n for n in nodes.values() if n.get("type") == "Pod"]
-    return f"{sum(1 for n in pods if n['phase'] == 'Succeeded')}/{len(pods)}"

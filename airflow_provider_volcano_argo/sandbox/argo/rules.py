@@ -1,9 +1,10 @@
-"""Argo Workflows' rules as pure functions: template substitution, resource-template conditions, node IDs and
-pod names, and merging a Workflow with its WorkflowTemplate.
+"""Argo Workflows' rules as pure functions.
 
-Follows argoproj/argo-workflows: ``workflow/common/util.go`` (substitution), ``workflow/executor/resource.go``
-(conditions parsed as ``labels.Parse`` requirements over gjson paths), ``pkg/apis/workflow/v1alpha1``
-(``Workflow.NodeID``), ``workflow/util/pod_name.go`` (pod names v2), ``workflow/util/merge.go: JoinWorkflowSpec``.
+Template substitution, resource-template conditions, node IDs and pod names, and merging a Workflow with its
+WorkflowTemplate. Follows argoproj/argo-workflows: ``workflow/common/util.go`` (substitution),
+``workflow/executor/resource.go`` (conditions parsed as ``labels.Parse`` requirements over gjson paths),
+``pkg/apis/workflow/v1alpha1`` (``Workflow.NodeID``), ``workflow/util/pod_name.go`` (pod names v2),
+``workflow/util/merge.go: JoinWorkflowSpec``.
 """
 
 from __future__ import annotations
@@ -21,8 +22,11 @@ class TemplateError(ValueError):
 
 
 def substitute(value: Any, scope: dict[str, str]) -> Any:
-    """Replace ``{{name}}`` references found in ``scope`` in every string of ``value``; others stay as they are
-    (Argo leaves references it does not resolve at this stage, e.g. ``{{steps.x.outputs}}``)."""
+    """Replace ``{{name}}`` references found in ``scope`` in every string of ``value``.
+
+    Others stay as they are (Argo leaves references it does not resolve at this stage, e.g.
+    ``{{steps.x.outputs}}``).
+    """
     if isinstance(value, str):
         return _REF.sub(lambda m: scope.get(m.group(1), m.group(0)), value)
     if isinstance(value, list):
@@ -40,7 +44,7 @@ def fnv32a(text: str) -> int:
 
 
 def node_id(workflow: str, node_name: str) -> str:
-    """The root node's ID is the Workflow's name; others are ``<wf>-<fnv32a(nodeName)>``."""
+    """Return a node's ID: the Workflow's name for the root node, ``<wf>-<fnv32a(nodeName)>`` for others."""
     return workflow if node_name == workflow else f"{workflow}-{fnv32a(node_name)}"
 
 
@@ -82,8 +86,11 @@ def _split_terms(text: str) -> list[str]:
 
 
 def parse_condition(text: str) -> list[Requirement]:
-    """``key=v``, ``key==v``, ``key!=v``, ``key in (a,b)``, ``key notin (a,b)``, ``key``, ``!key``, ``key>n``,
-    ``key<n``; a comma means AND."""
+    """Parse a condition into its requirements; a comma means AND.
+
+    Terms: ``key=v``, ``key==v``, ``key!=v``, ``key in (a,b)``, ``key notin (a,b)``, ``key``, ``!key``, ``key>n``,
+    ``key<n``.
+    """
     requirements = []
     for term in _split_terms(text):
         match = re.fullmatch(r"(\S+)\s+(in|notin)\s*\((.*)\)", term)
@@ -105,7 +112,7 @@ def parse_condition(text: str) -> list[Requirement]:
 
 
 def json_path(obj: Any, path: str) -> Any:
-    """gjson's dotted path (``status.state.phase``; numeric parts index lists); None when absent."""
+    """Follow gjson's dotted ``path`` (``status.state.phase``; numeric parts index lists); None when absent."""
     for part in path.split("."):
         if isinstance(obj, dict):
             obj = obj.get(part)
@@ -150,8 +157,11 @@ def matches(requirement: Requirement, obj: dict) -> bool:
 
 
 def evaluate(success: str | None, failure: str | None, obj: dict) -> tuple[str | None, str]:
-    """("Failed", message) if the failure condition holds (checked first), ("Succeeded", "") if every success
-    requirement holds, else (None, "") to keep checking."""
+    """Check the conditions against ``obj``; the failure condition first.
+
+    Return ("Failed", message) if it holds, ("Succeeded", "") if every success requirement holds, else
+    (None, "") to keep checking.
+    """
     if failure:
         for requirement in parse_condition(failure):
             if matches(requirement, obj):

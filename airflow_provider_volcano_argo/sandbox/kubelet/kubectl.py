@@ -13,9 +13,9 @@ import re
 import shlex
 import time
 
-from ..kubeapi import ApiException
-from .programs import ContainerContext, Program
-from .shell import logical_lines, script_of
+from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException
+from airflow_provider_volcano_argo.sandbox.kubelet.programs import ContainerContext, Program
+from airflow_provider_volcano_argo.sandbox.kubelet.shell import logical_lines, script_of
 
 
 def _selector(line: str) -> str:

@@ -95,9 +95,12 @@ class LogStore:
 
 
 def _select(line: bytes, since: bytes | None) -> bool:
-    """Whether a line is at or after ``since`` (a stamp from ``_stamp``). The stamps this store writes all have the
-    same width, so comparing their bytes orders them as their times; parsing every line's stamp with
-    ``strptime`` (which takes a global lock) made each read of a long log cost milliseconds per hundred lines."""
+    """Tell whether a line is at or after ``since`` (a stamp from ``_stamp``).
+
+    The stamps this store writes all have the same width, so comparing their bytes orders them as their times;
+    parsing every line's stamp with ``strptime`` (which takes a global lock) made each read of a long log cost
+    milliseconds per hundred lines.
+    """
     return since is None or line[: len(since)] >= since
 
 
@@ -122,7 +125,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if self.handshake_done:
             super().handle()
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_GET(self) -> None:  # http.server's naming
         url = urllib.parse.urlsplit(self.path)
         parts = url.path.strip("/").split("/")
         if len(parts) != 4 or parts[0] != "containerLogs":

@@ -1,6 +1,8 @@
-"""One pod's life on an emulated node: init containers in order, then containers, with restart policy,
-readiness, ``activeDeadlineSeconds``, and the status the kubelet reports (``pkg/kubelet/kubelet_pods.go``,
-``pkg/kubelet/status/generate.go``, ``pkg/kubelet/prober``).
+"""One pod's life on an emulated node.
+
+Init containers in order, then containers, with restart policy, readiness, ``activeDeadlineSeconds``, and the
+status the kubelet reports (``pkg/kubelet/kubelet_pods.go``, ``pkg/kubelet/status/generate.go``,
+``pkg/kubelet/prober``).
 """
 
 from __future__ import annotations
@@ -9,11 +11,14 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from ..kubeapi import ApiException, KubeApi
-from ..runtime import now_rfc3339
-from .logstore import LogStore
-from .programs import ContainerContext, ProgramRegistry
+from airflow_provider_volcano_argo.sandbox.emulation.cluster import now_rfc3339
+from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, KubeApi
+from airflow_provider_volcano_argo.sandbox.kubelet.programs import ContainerContext, ProgramRegistry
+
+if TYPE_CHECKING:
+    from airflow_provider_volcano_argo.sandbox.kubelet.logstore import LogStore
 
 log = logging.getLogger(__name__)
 
@@ -199,8 +204,10 @@ class PodRunner:
         self._end("Succeeded" if all(c == 0 for c in codes) else "Failed")
 
     def _probe(self) -> float | None:
-        """Turn ready the running containers whose readiness probe's delay has passed; returns when the next
-        pending one is due (monotonic), or None."""
+        """Turn ready the running containers whose readiness probe's delay has passed.
+
+        Return when the next pending one is due (monotonic), or None.
+        """
         changed, pending = False, []
         now = time.monotonic()
         with self.lock:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..kubeapi import ApiException, KubeApi
+from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, KubeApi
 
 
 @dataclass
@@ -84,7 +84,7 @@ class ContainerContext:
         return dict(data)
 
     def read_file(self, path: str) -> str | None:
-        """A file from the pod's configMap / secret volumes (as mounted into this container), else None."""
+        """Read a file from the pod's configMap / secret volumes (as mounted into this container), else None."""
         volumes = {v["name"]: v for v in self.pod["spec"].get("volumes", []) or []}
         for mount in self.container.get("volumeMounts", []) or []:
             root = mount["mountPath"].rstrip("/")
@@ -119,8 +119,11 @@ class Program:
 
 @dataclass
 class ScriptedProgram(Program):
-    """Print ``lines`` (or ``count`` lines of ``line_template``), at ``rate`` lines/s if given, stay up for
-    ``duration`` seconds, then exit with ``exit_code`` (or ``exit_codes[restart]`` per container restart)."""
+    """Print ``lines`` (or ``count`` lines of ``line_template``), stay up a while, then exit.
+
+    Lines come at ``rate`` lines/s if given; the program stays up for ``duration`` seconds, then exits with
+    ``exit_code`` (or ``exit_codes[restart]`` per container restart).
+    """
 
     lines: list[str] | None = None
     count: int = 0
@@ -200,9 +203,9 @@ class ProgramRegistry:
 
 
 def default_program(image: str) -> Program:
-    """The image's default behaviour."""
-    from .kubectl import KubectlProgram
-    from .shell import ShellProgram
+    """Return the image's default behaviour."""
+    from airflow_provider_volcano_argo.sandbox.kubelet.kubectl import KubectlProgram
+    from airflow_provider_volcano_argo.sandbox.kubelet.shell import ShellProgram
 
     name = image.split("@")[0]
     if "example-mpi" in name:
@@ -215,7 +218,7 @@ def default_program(image: str) -> Program:
 
 
 def cowsay(message: str) -> list[str]:
-    """cowsay's speech bubble and whale (docker/whalesay)."""
+    """Draw cowsay's speech bubble and whale (docker/whalesay)."""
     border = "_" * (len(message) + 2)
     whale = [
         "    \\",

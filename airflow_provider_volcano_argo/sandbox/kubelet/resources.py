@@ -27,7 +27,7 @@ _SUFFIX = {
 
 
 def quantity(value: Any) -> float:
-    """The numeric value of a quantity string (``500m`` -> 0.5, ``4Gi`` -> 4294967296)."""
+    """Return the numeric value of a quantity string (``500m`` -> 0.5, ``4Gi`` -> 4294967296)."""
     text = str(value).strip()
     for suffix in sorted(_SUFFIX, key=len, reverse=True):
         if suffix and text.endswith(suffix):
@@ -52,8 +52,10 @@ def node_capacity_from_status(node: dict) -> dict[str, str]:
 
 
 def pod_requests(pod: dict) -> dict[str, float]:
-    """What a pod asks for: the sum over containers, or the largest init container if larger (as the scheduler
-    computes it), plus one pod slot."""
+    """Return what a pod asks for, plus one pod slot.
+
+    That is the sum over containers, or the largest init container if larger (as the scheduler computes it).
+    """
 
     def total(containers: list[dict]) -> dict[str, float]:
         summed: dict[str, float] = {}
@@ -79,7 +81,7 @@ def fits(asked: dict[str, float], capacity: dict[str, str], used: list[dict[str,
 
 
 def shortfall(asked: dict[str, float], capacity: dict[str, str], used: list[dict[str, float]]) -> list[str]:
-    """The resources that do not fit, e.g. ``["Insufficient nvidia.com/gpu"]`` (kube-scheduler's wording)."""
+    """Return the resources that do not fit, e.g. ``["Insufficient nvidia.com/gpu"]`` (kube-scheduler's wording)."""
     missing = []
     for name, value in sorted(asked.items()):
         if value <= 0:

@@ -1,7 +1,7 @@
-"""A tiny ``sh -c`` interpreter for the scripts of ``volcanosh/example-mpi`` containers.
+r"""A tiny ``sh -c`` interpreter for the scripts of ``volcanosh/example-mpi`` containers.
 
-Supported, line by line (with ``\\`` continuations): ``VAR=value``, ``VAR=$(cat FILE | tr "\\n" ",")``,
-``VAR=$(sed 's/$/:N/' FILE | tr "\\n" ",")``, ``echo`` with ``$VAR`` / ``${VAR}`` expansion, ``mkdir``,
+Supported, line by line (with ``\`` continuations): ``VAR=value``, ``VAR=$(cat FILE | tr "\n" ",")``,
+``VAR=$(sed 's/$/:N/' FILE | tr "\n" ",")``, ``echo`` with ``$VAR`` / ``${VAR}`` expansion, ``mkdir``,
 ``/usr/sbin/sshd`` (starts, no output), ``/usr/sbin/sshd -D`` (runs until the container is stopped),
 ``sleep N``, ``exit N``, and ``mpiexec [--host H1,H2] -np N mpi_hello_world``, which prints one line per rank as
 the upstream example's expected output shows:
@@ -14,14 +14,14 @@ from __future__ import annotations
 import re
 import shlex
 
-from .programs import ContainerContext, Program
+from airflow_provider_volcano_argo.sandbox.kubelet.programs import ContainerContext, Program
 
 _VAR = re.compile(r"\$\{(\w+)\}|\$(\w+)")
 _CAPTURE = re.compile(r"^(\w+)=\$\((.*)\)$")
 
 
 def script_of(container: dict) -> str:
-    """The script of ``["/bin/sh", "-c", SCRIPT]`` (command and args joined as the runtime would)."""
+    """Return the script of ``["/bin/sh", "-c", SCRIPT]`` (command and args joined as the runtime would)."""
     argv = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
     if "-c" in argv:
         return argv[argv.index("-c") + 1] if argv.index("-c") + 1 < len(argv) else ""
@@ -39,7 +39,7 @@ def expand(text: str, variables: dict[str, str]) -> str:
 
 
 def hello_lines(hosts: list[str], processes: int) -> list[str]:
-    """What ``mpi_hello_world`` prints: one line per rank, ranks placed round-robin over the hosts."""
+    """Return what ``mpi_hello_world`` prints: one line per rank, ranks placed round-robin over the hosts."""
     names = [h.split(":")[0].split(".")[0] for h in hosts if h] or ["localhost"]
     return [
         f"Hello world from processor {names[rank % len(names)]}, rank {rank} out of {processes} processors"

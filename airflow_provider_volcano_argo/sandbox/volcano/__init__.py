@@ -1,0 +1,1 @@
+"""The emulated Volcano job controller and gang scheduler (volcano-sh/volcano)."""

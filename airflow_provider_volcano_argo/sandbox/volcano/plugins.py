@@ -12,14 +12,14 @@ import functools
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from .rules import pod_name
+from airflow_provider_volcano_argo.sandbox.volcano.rules import pod_name
 
 SVC_MOUNT = "/etc/volcano"
 SSH_MOUNT = "/root/.ssh"
 
 
 def hosts(job: dict) -> dict[str, str]:
-    """The ``<job>-svc`` ConfigMap data (``GenerateHosts``)."""
+    """Return the ``<job>-svc`` ConfigMap data (``GenerateHosts``)."""
     name = job["metadata"]["name"]
     data: dict[str, str] = {}
     for task in job["spec"]["tasks"]:
@@ -43,7 +43,7 @@ def _key_pair() -> tuple[str, str]:
 
 
 def ssh_secret_data(job: dict) -> dict[str, str]:
-    """The ``<job>-ssh`` Secret data (base64): id_rsa, id_rsa.pub, authorized_keys, config."""
+    """Return the ``<job>-ssh`` Secret data (base64): id_rsa, id_rsa.pub, authorized_keys, config."""
     private, public = _key_pair()
     name = job["metadata"]["name"]
     config = "StrictHostKeyChecking no\nUserKnownHostsFile /dev/null\n"

@@ -17,7 +17,7 @@ OUT_OF_SYNC = "volcano.sh/controller-out-of-sync"
 
 
 def with_defaults(spec: dict) -> dict:
-    """The spec as the mutating webhook leaves it: queue, maxRetry, task names, minAvailable."""
+    """Return the spec as the mutating webhook leaves it: queue, maxRetry, task names, minAvailable."""
     spec = copy.deepcopy(spec)
     spec.setdefault("queue", "default")
     spec.setdefault("maxRetry", 3)
@@ -53,8 +53,10 @@ class Request:
 
 
 def resolve_action(spec: dict, request: Request) -> str:
-    """The action for ``request``: a command's action, else the first matching task policy, then job policy;
-    ``SyncJob`` when nothing matches."""
+    """Return the action for ``request``.
+
+    A command's action, else the first matching task policy, then job policy; ``SyncJob`` when nothing matches.
+    """
     if request.action:
         return request.action
     task_policies = next((t.get("policies") or [] for t in spec.get("tasks", []) if t.get("name") == request.task), [])
@@ -87,7 +89,7 @@ class Counts:
 
 
 def next_phase(phase: str, spec: dict, counts: Counts, retry_count: int, task_succeeded: dict[str, int]) -> str:
-    """The phase after a sync with no action (``state/*.go: Execute(SyncJob)`` and the ``*UpdateStatus``)."""
+    """Return the phase after a sync with no action (``state/*.go: Execute(SyncJob)`` and the ``*UpdateStatus``)."""
     min_available = int(spec.get("minAvailable", 0))
     total = total_replicas(spec)
     if phase in FINISHED:

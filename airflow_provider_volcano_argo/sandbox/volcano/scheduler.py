@@ -1,8 +1,8 @@
-"""The emulated Volcano gang scheduler: enqueue PodGroups, bind a gang only when ``minMember`` pods fit at once,
-and say why not.
+"""The emulated Volcano gang scheduler.
 
-Follows volcano-sh/volcano ``pkg/scheduler/actions/enqueue/enqueue.go`` (Pending -> Inqueue when the queue is
-Open and ``minResources`` fit), ``actions/allocate`` with the ``gang`` plugin (all-or-nothing binding,
+It enqueues PodGroups, binds a gang only when ``minMember`` pods fit at once, and says why not. Follows
+volcano-sh/volcano ``pkg/scheduler/actions/enqueue/enqueue.go`` (Pending -> Inqueue when the queue is Open and
+``minResources`` fit), ``actions/allocate`` with the ``gang`` plugin (all-or-nothing binding,
 ``plugins/gang/gang.go``: the ``Unschedulable`` / ``Scheduled`` conditions and their messages),
 ``framework/session.go: getPodGroupPhase`` and ``cache/cache.go: RecordJobStatusEvent``.
 """
@@ -12,10 +12,15 @@ from __future__ import annotations
 import logging
 import uuid
 
-from ..informer import RESYNC_SECONDS, Controller
-from ..kubeapi import ApiException
-from ..kubelet.resources import node_capacity_from_status, pod_requests, quantity, shortfall
-from ..runtime import Cluster, bind_pod, now_rfc3339
+from airflow_provider_volcano_argo.sandbox.emulation.cluster import Cluster, bind_pod, now_rfc3339
+from airflow_provider_volcano_argo.sandbox.emulation.informer import RESYNC_SECONDS, Controller
+from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException
+from airflow_provider_volcano_argo.sandbox.kubelet.resources import (
+    node_capacity_from_status,
+    pod_requests,
+    quantity,
+    shortfall,
+)
 
 log = logging.getLogger(__name__)
 COMPONENT = "volcano"

@@ -7,8 +7,7 @@ import time
 import pytest
 
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
-
-from .helpers import phase_of, wait_for
+from tests.integration.helpers import phase_of, wait_for
 
 pytestmark = pytest.mark.integration
 

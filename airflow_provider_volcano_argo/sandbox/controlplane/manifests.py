@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import threading
 
-from .kubeapi import ApiException, KubeApi
+from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, KubeApi
 
 _discovery: dict[tuple[int, str], dict[str, tuple[str, bool]]] = {}
 _lock = threading.Lock()
 
 
 def _resources(api: KubeApi, api_version: str) -> dict[str, tuple[str, bool]]:
-    """kind -> (plural, namespaced) for one group/version, cached per client."""
+    """Map kind -> (plural, namespaced) for one group/version, cached per client."""
     key = (id(api), api_version)
     with _lock:
         if key not in _discovery:
@@ -24,7 +24,7 @@ def _resources(api: KubeApi, api_version: str) -> dict[str, tuple[str, bool]]:
 
 
 def object_path(api: KubeApi, manifest: dict, with_name: bool = True) -> str:
-    """The REST path of ``manifest`` (its collection when ``with_name`` is False)."""
+    """Return the REST path of ``manifest`` (its collection when ``with_name`` is False)."""
     api_version, kind = manifest["apiVersion"], manifest["kind"]
     found = _resources(api, api_version).get(kind)
     if found is None:

@@ -59,7 +59,7 @@ class Pki:
         )
 
     def serving(self, name: str) -> tuple[Path, Path]:
-        """A serving certificate for 127.0.0.1 and localhost; returns (cert file, key file)."""
+        """Issue a serving certificate for 127.0.0.1 and localhost; return (cert file, key file)."""
         key = _key()
         now = datetime.datetime.now(datetime.timezone.utc)
         cert = (

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from .kubeapi import ApiException, KubeApi
+from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, KubeApi
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +132,7 @@ def _schema(group: str, kind: str) -> dict:
 
 
 def sandbox_crds() -> list[dict]:
-    """The CRDs the sandbox carries itself."""
+    """Return the CRDs the sandbox carries itself."""
     crds = []
     for group, kind, plural, short, namespaced, status, columns in _TABLE:
         version: dict[str, Any] = {
@@ -230,7 +230,7 @@ def _empty_defaults(schema: dict) -> set[str]:
 
 
 def server_minor(api: KubeApi) -> int:
-    """The server's minor version; 0 when the binary carries no version stamp (treated as old)."""
+    """Return the server's minor version; 0 when the binary carries no version stamp (treated as old)."""
     info = api.request("GET", "/version")
     digits = "".join(ch for ch in info.get("minor", "") if ch.isdigit())
     return int(digits) if digits else 0

@@ -19,11 +19,14 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
-from .binaries import ControlPlaneBinaries
-from .pki import Pki
+from airflow_provider_volcano_argo.sandbox.controlplane.pki import Pki
+
+if TYPE_CHECKING:
+    from airflow_provider_volcano_argo.sandbox.controlplane.binaries import ControlPlaneBinaries
 
 log = logging.getLogger(__name__)
 
@@ -173,7 +176,7 @@ class ControlPlane:
         ]
 
     def write_kubeconfig(self, name: str, token: str, namespace: str = "default") -> Path:
-        """A kubeconfig for ``token`` against this API server, with the CA embedded by path."""
+        """Write a kubeconfig for ``token`` against this API server, with the CA referenced by path."""
         data = {
             "apiVersion": "v1",
             "kind": "Config",

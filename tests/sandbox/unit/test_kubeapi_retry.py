@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import pytest
 from urllib3 import HTTPHeaderDict
 
-from airflow_provider_volcano_argo.sandbox import kubeapi
-from airflow_provider_volcano_argo.sandbox.kubeapi import ApiException, KubeApi, retry_after_seconds
+from airflow_provider_volcano_argo.sandbox.emulation import kubeapi
+from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, KubeApi, retry_after_seconds
 
 
 def _error(status: int, retry_after: str | None) -> ApiException:

@@ -8,8 +8,7 @@ import pytest
 import yaml
 
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
-
-from .helpers import grant_upstream_rbac, phase_of, pod_log, submit_from_template, wait_for
+from tests.integration.helpers import grant_upstream_rbac, phase_of, pod_log, submit_from_template, wait_for
 
 pytestmark = pytest.mark.integration
 

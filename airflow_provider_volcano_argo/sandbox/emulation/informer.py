@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .kubeapi import ApiException, KubeApi
+from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, KubeApi
 
 log = logging.getLogger(__name__)
 
@@ -130,8 +130,11 @@ class Controller:
     name = "controller"
 
     def __init__(self, stop: threading.Event, resync_seconds: float = 1.0):
-        """``resync_seconds``: how often every key is looked at again without an event (a safety net; the
-        sandbox scales it with its ``time_scale``)."""
+        """Set up the queue; nothing runs before ``start()``.
+
+        ``resync_seconds``: how often every key is looked at again without an event (a safety net; the sandbox
+        scales it with its ``time_scale``).
+        """
         self.stopping = stop
         self.resync_seconds = resync_seconds
         self._queue: dict[Any, float] = {}  # key -> when it is due

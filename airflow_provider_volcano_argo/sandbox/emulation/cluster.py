@@ -6,8 +6,8 @@ import datetime
 import threading
 import uuid
 
-from .informer import Informer
-from .kubeapi import ApiException, KubeApi
+from airflow_provider_volcano_argo.sandbox.emulation.informer import Informer
+from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, KubeApi
 
 
 def now_rfc3339(nanos: bool = False) -> str:
@@ -19,7 +19,7 @@ def now_rfc3339(nanos: bool = False) -> str:
 
 
 def owner_reference(obj: dict, controller: bool = True) -> dict:
-    """A controller ownerReference to ``obj`` (as ``metav1.NewControllerRef``)."""
+    """Return a controller ownerReference to ``obj`` (as ``metav1.NewControllerRef``)."""
     return {
         "apiVersion": obj["apiVersion"],
         "kind": obj["kind"],
@@ -63,7 +63,7 @@ class Cluster:
         self._lock = threading.Lock()
 
     def informer(self, kind: str) -> Informer:
-        """The shared informer for ``kind`` (a key of ``kubeapi.RESOURCES``), started and synced on first use."""
+        """Return the shared informer for ``kind`` (a key of ``kubeapi.RESOURCES``), started and synced on first use."""
         with self._lock:
             informer = self._informers.get(kind)
             if informer is None:

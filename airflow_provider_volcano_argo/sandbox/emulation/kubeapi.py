@@ -80,6 +80,14 @@ def retry_after_seconds(exc: ApiException) -> float | None:
         return None
 
 
+def status_message(exc: ApiException) -> str:
+    """Return the message of the ``Status`` an API error carries, else the error's reason."""
+    try:
+        return json.loads(exc.body)["message"]
+    except (ValueError, KeyError, TypeError):
+        return str(exc.reason)
+
+
 _PATCH_TYPES = {
     "merge": "application/merge-patch+json",
     "strategic": "application/strategic-merge-patch+json",
@@ -90,7 +98,8 @@ _PATCH_TYPES = {
 class KubeApi:
     """A thin dict-in, dict-out client for one identity (admin, or a service account through impersonation).
 
-    ``impersonating()`` returns a view on the same ``ApiClient``: closing any of them closes it for all."""
+    ``impersonating()`` returns a view on the same ``ApiClient``: closing any of them closes it for all.
+    """
 
     def __init__(self, api_client: client.ApiClient, headers: dict[str, str] | None = None):
         self.api_client = api_client
@@ -105,10 +114,11 @@ class KubeApi:
         return cls(client.ApiClient(configuration))
 
     def impersonating(self, user: str, groups: list[str]) -> KubeApi:
-        """The same server, acting as ``user`` (as Argo's executor acts as the workflow's service account).
+        """Return a view on the same server acting as ``user`` (as Argo's executor acts as the workflow's SA).
 
         Shares this client's connection pool: a client per identity made every emulated ``kubectl`` call a new
-        TLS handshake, which at hundreds of pods was most of the sandbox's CPU."""
+        TLS handshake, which at hundreds of pods was most of the sandbox's CPU.
+        """
         headers = {**self.headers, "Impersonate-User": user}
         # ApiClient sends one value per header name; the server splits Impersonate-Group only across headers,
         # so impersonate the service account's first group and rely on user-level bindings (what RBAC binds).

@@ -1,5 +1,7 @@
-"""Pure rules of the emulators: Argo conditions, substitution and node IDs; Volcano policies and phases; the
-example-mpi shell subset."""
+"""Pure rules of the emulators.
+
+Argo conditions, substitution and node IDs; Volcano policies and phases; the example-mpi shell subset.
+"""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_volcano_argo.sandbox import binaries, crds
+from airflow_provider_volcano_argo.sandbox.controlplane import binaries, crds
 
 
 def _fake_binaries(folder: Path, names: list[str]) -> None:

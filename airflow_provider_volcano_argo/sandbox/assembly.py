@@ -11,11 +11,11 @@ from pathlib import Path
 
 import yaml
 
-from . import binaries as binaries_module
-from .controlplane import ControlPlane
-from .crds import apply_crds, sandbox_crds, upstream_crds
-from .kubeapi import ApiException, KubeApi
-from .runtime import Cluster
+from airflow_provider_volcano_argo.sandbox.controlplane import binaries as binaries_module
+from airflow_provider_volcano_argo.sandbox.controlplane.crds import apply_crds, sandbox_crds, upstream_crds
+from airflow_provider_volcano_argo.sandbox.controlplane.processes import ControlPlane
+from airflow_provider_volcano_argo.sandbox.emulation.cluster import Cluster
+from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, KubeApi
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ _DEFAULT_AIRFLOW_RULES = [
 
 
 def _rules_from(role_file: Path | None) -> list[dict]:
-    """The rules of the first Role in ``role_file`` (e.g. the provider's least-privilege Role), else defaults."""
+    """Return the rules of the first Role in ``role_file`` (e.g. the provider's least-privilege Role), else defaults."""
     if role_file is None:
         return _DEFAULT_AIRFLOW_RULES
     for doc in yaml.safe_load_all(Path(role_file).read_text()):
@@ -112,10 +112,10 @@ class Sandbox:
         return self
 
     def _start_emulators(self) -> None:
-        from .argo.controller import WorkflowController
-        from .kubelet import Kubelet
-        from .volcano.controller import VolcanoJobController
-        from .volcano.scheduler import VolcanoScheduler
+        from airflow_provider_volcano_argo.sandbox.argo.controller import WorkflowController
+        from airflow_provider_volcano_argo.sandbox.kubelet import Kubelet
+        from airflow_provider_volcano_argo.sandbox.volcano.controller import VolcanoJobController
+        from airflow_provider_volcano_argo.sandbox.volcano.scheduler import VolcanoScheduler
 
         assert self.cluster and self.control_plane
         self.kubelet = Kubelet(
@@ -135,7 +135,7 @@ class Sandbox:
             component.start()
 
     def _bootstrap(self) -> None:
-        """What Argo's quick start and Volcano's installer leave behind, plus the Airflow identity."""
+        """Create what Argo's quick start and Volcano's installer leave behind, plus the Airflow identity."""
         self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "argo"}})
         self.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "argo", "namespace": "argo"}})
         self.apply(
@@ -189,7 +189,7 @@ class Sandbox:
         return {"KUBECONFIG": str(kubeconfig), "AIRFLOW_CONN_KUBERNETES_DEFAULT": conn}
 
     def create_namespace(self, name: str, airflow_access: bool = True) -> str:
-        """A namespace with the ``argo`` service account, and the Airflow identity's Role bound in it."""
+        """Create a namespace with the ``argo`` service account, and the Airflow identity's Role bound in it."""
         self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
         self.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "argo", "namespace": name}})
         if airflow_access:
@@ -201,7 +201,7 @@ class Sandbox:
 
     def apply(self, manifest: dict) -> dict:
         """Create ``manifest``, or replace it if it exists (``kubectl apply`` without the three-way merge)."""
-        from .manifests import apply_manifest
+        from airflow_provider_volcano_argo.sandbox.controlplane.manifests import apply_manifest
 
         return apply_manifest(self.api, manifest)
 
@@ -210,7 +210,7 @@ class Sandbox:
         return [self.apply(doc) for doc in yaml.safe_load_all(Path(path).read_text()) if doc]
 
     def service_account_token(self, namespace: str, name: str, timeout: float = 30) -> str:
-        """The token of a service account (created if missing), from the Secret the token controller makes."""
+        """Return the token of a service account (created if missing), from the Secret the token controller makes."""
         try:
             self.api.create("serviceaccounts", {"metadata": {"name": name, "namespace": namespace}}, namespace)
         except ApiException as exc:

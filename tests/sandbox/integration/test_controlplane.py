@@ -7,11 +7,10 @@ import os
 
 import pytest
 
-from airflow_provider_volcano_argo.sandbox import binaries
-from airflow_provider_volcano_argo.sandbox.controlplane import ControlPlane
-from airflow_provider_volcano_argo.sandbox.kubeapi import ApiException, KubeApi
-
-from .helpers import wait_for
+from airflow_provider_volcano_argo.sandbox.controlplane import binaries
+from airflow_provider_volcano_argo.sandbox.controlplane.processes import ControlPlane
+from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, KubeApi
+from tests.integration.helpers import wait_for
 
 pytestmark = pytest.mark.integration
 

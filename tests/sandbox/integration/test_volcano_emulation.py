@@ -5,65 +5,14 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
-
-from .helpers import phase_of, wait_for
+from tests.integration.helpers import phase_of, volcano_job, wait_for
 
 pytestmark = pytest.mark.integration
 
 
-def _job(
-    name: str,
-    workers: int,
-    cpu: str = "100m",
-    master_policies=None,
-    policies=None,
-    max_retry: int = 3,
-    restart: str = "OnFailure",
-) -> dict:
-    worker_spec = {
-        "containers": [
-            {
-                "name": "mpiworker",
-                "image": "volcanosh/example-mpi:0.0.3",
-                "command": ["/bin/sh", "-c", "/usr/sbin/sshd -D"],
-                "resources": {"requests": {"cpu": cpu}},
-            }
-        ],
-        "restartPolicy": "OnFailure",
-    }
-    master_spec = {
-        "containers": [
-            {"name": "mpimaster", "image": "volcanosh/example-mpi:0.0.3", "command": ["/bin/sh", "-c", "echo master"]}
-        ],
-        "restartPolicy": restart,
-    }
-    return {
-        "apiVersion": "batch.volcano.sh/v1alpha1",
-        "kind": "Job",
-        "metadata": {"name": name},
-        "spec": {
-            "minAvailable": workers + 1,
-            "schedulerName": "volcano",
-            "queue": "default",
-            "maxRetry": max_retry,
-            "plugins": {"ssh": [], "svc": []},
-            "policies": policies or [],
-            "tasks": [
-                {
-                    "name": "mpimaster",
-                    "replicas": 1,
-                    "policies": [{"event": "TaskCompleted", "action": "CompleteJob"}, *(master_policies or [])],
-                    "template": {"spec": master_spec},
-                },
-                {"name": "mpiworker", "replicas": workers, "template": {"spec": worker_spec}},
-            ],
-        },
-    }
-
-
 def test_gang_above_capacity_stays_pending_without_pods_and_says_why(sandbox, sandbox_namespace):
     ns = sandbox_namespace
-    job = sandbox.api.create("vcjobs", _job("too-big", workers=3, cpu="4"), ns)  # 12 cores on an 8-core node
+    job = sandbox.api.create("vcjobs", volcano_job("too-big", workers=3, cpu="4"), ns)  # 12 cores on an 8-core node
     group = f"too-big-{job['metadata']['uid']}"
 
     def unschedulable():
@@ -93,7 +42,7 @@ def test_eviction_under_pod_evicted_restart_job_restarts_and_counts(sandbox, san
         ScriptedProgram(lines=["waiting for workers"], duration=3600), namespace=ns, container="mpimaster"
     )
     sandbox.api.create(
-        "vcjobs", _job("evicted", workers=2, policies=[{"event": "PodEvicted", "action": "RestartJob"}]), ns
+        "vcjobs", volcano_job("evicted", workers=2, policies=[{"event": "PodEvicted", "action": "RestartJob"}]), ns
     )
     wait_for(lambda: phase_of(sandbox.api, "vcjobs", "evicted", ns) == "Running", 30, what="Running")
     sandbox.kubelet.evict_pod(ns, "evicted-mpiworker-1")
@@ -113,7 +62,7 @@ def test_eviction_under_pod_evicted_restart_job_restarts_and_counts(sandbox, san
 def test_master_failing_until_max_retry_ends_failed(sandbox, sandbox_namespace):
     ns = sandbox_namespace
     sandbox.kubelet.programs.script(ScriptedProgram(lines=["boom"], exit_code=3), namespace=ns, container="mpimaster")
-    job = _job(
+    job = volcano_job(
         "crashing",
         workers=1,
         master_policies=[{"event": "PodFailed", "action": "RestartJob"}],
@@ -131,7 +80,7 @@ def test_master_failing_until_max_retry_ends_failed(sandbox, sandbox_namespace):
 def test_commands_terminate_and_abort(sandbox, sandbox_namespace, action, phase):
     ns = sandbox_namespace
     sandbox.kubelet.programs.script(ScriptedProgram(duration=3600), namespace=ns, container="mpimaster")
-    job = sandbox.api.create("vcjobs", _job("commanded", workers=1), ns)
+    job = sandbox.api.create("vcjobs", volcano_job("commanded", workers=1), ns)
     wait_for(lambda: phase_of(sandbox.api, "vcjobs", "commanded", ns) == "Running", 30, what="Running")
     ref = {
         "apiVersion": "batch.volcano.sh/v1alpha1",

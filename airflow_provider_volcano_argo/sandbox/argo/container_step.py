@@ -1,0 +1,109 @@
+"""The ``container`` and ``script`` template steps: one pod per node, and the node's phase from the pod's.
+
+Follows argoproj/argo-workflows v3.7 ``workflow/controller/workflowpod.go`` (pods: name v2, labels, annotations,
+container ``main``) and ``operator.go`` (the node's phase and message from its pod's, the ``completed`` label).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING
+
+from airflow_provider_volcano_argo.sandbox.argo.nodes import NODE_DONE, end_node
+from airflow_provider_volcano_argo.sandbox.argo.rules import pod_name, substitute
+from airflow_provider_volcano_argo.sandbox.emulation.cluster import owner_reference
+from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, status_message
+
+if TYPE_CHECKING:
+    from airflow_provider_volcano_argo.sandbox.argo.nodes import WorkflowRun
+    from airflow_provider_volcano_argo.sandbox.emulation.informer import Informer
+    from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import KubeApi
+
+
+class ContainerSteps:
+    """Run ``container`` and ``script`` steps as pods."""
+
+    def __init__(self, api: KubeApi, pods: Informer):
+        self.api = api
+        self.pods = pods
+
+    def run(self, run: WorkflowRun, template: dict, node_name: str, boundary: str | None, scope: dict) -> str:
+        """Advance the step's node: create its pod once, then follow the pod; return the node's phase."""
+        node = run.node(node_name, template, boundary, "Pod")
+        if node["phase"] in NODE_DONE:
+            return node["phase"]
+        ns = run.workflow["metadata"]["namespace"]
+        name = pod_name(run.name, template["name"], node_name)
+        pod = self.pods.get(ns, name)
+        if pod is None:
+            container = copy.deepcopy(substitute(template.get("container") or template.get("script"), scope))
+            container["name"] = "main"
+            if "script" in template:
+                container.setdefault("command", ["sh"])
+                container["args"] = [*container.get("args", []), "-c", container.pop("source", "")]
+            spec = {
+                "containers": [container],
+                "restartPolicy": "Never",
+                "serviceAccountName": run.service_account(template),
+            }
+            if template.get("activeDeadlineSeconds") is not None:
+                spec["activeDeadlineSeconds"] = int(template["activeDeadlineSeconds"])
+            body = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": name,
+                    "namespace": ns,
+                    "labels": {"workflows.argoproj.io/workflow": run.name, "workflows.argoproj.io/completed": "false"},
+                    "annotations": {
+                        "workflows.argoproj.io/node-name": node_name,
+                        "workflows.argoproj.io/node-id": node["id"],
+                        "kubectl.kubernetes.io/default-container": "main",
+                    },
+                    "ownerReferences": [owner_reference(run.workflow)],
+                },
+                "spec": spec,
+            }
+            try:
+                self.api.create("pods", body, ns)
+            except ApiException as exc:
+                if exc.status != 409:
+                    return end_node(node, "Error", status_message(exc))
+            return "Running"
+        phase = (pod.get("status") or {}).get("phase", "Pending")
+        if phase in ("Succeeded", "Failed"):
+            ended = (
+                next(
+                    (
+                        c.get("state", {}).get("terminated")
+                        for c in (pod.get("status") or {}).get("containerStatuses", [])
+                        if c.get("name") == "main"
+                    ),
+                    None,
+                )
+                or {}
+            )
+            code = int(ended.get("exitCode", 0 if phase == "Succeeded" else 1))
+            node["outputs"] = {"exitCode": str(code)}
+            reason = (pod.get("status") or {}).get("reason")
+            message = (
+                ""
+                if phase == "Succeeded"
+                else (
+                    "Pod was active on the node longer than the specified deadline"
+                    if reason == "DeadlineExceeded"
+                    else f"Error (exit code {code})"
+                )
+            )
+            self._label_completed(pod)
+            return end_node(node, phase, message)
+        return "Running"
+
+    def _label_completed(self, pod: dict) -> None:
+        meta = pod["metadata"]
+        if meta.get("labels", {}).get("workflows.argoproj.io/completed") != "true":
+            patch = {"metadata": {"labels": {"workflows.argoproj.io/completed": "true"}}}
+            try:
+                self.api.patch("pods", meta["name"], patch, meta["namespace"])
+            except ApiException:
+                pass

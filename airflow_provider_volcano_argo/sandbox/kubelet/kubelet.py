@@ -1,0 +1,200 @@
+"""The emulated kubelet.
+
+Nodes with capacity, a default scheduler for non-Volcano pods, pod lifecycle, container logs behind the HTTPS
+endpoint the API server proxies for ``pods/log``, and fault injection. Follows the kubelet (``pkg/kubelet``: node
+status, pod workers, graceful deletion) and kube-scheduler's binding (``pods/binding``) in what the provider can
+observe through the API.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_volcano_argo.sandbox.emulation.cluster import Cluster, bind_pod, now_rfc3339
+from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException
+from airflow_provider_volcano_argo.sandbox.kubelet.logstore import LogServer, LogStore
+from airflow_provider_volcano_argo.sandbox.kubelet.pods import PodRunner
+from airflow_provider_volcano_argo.sandbox.kubelet.programs import ProgramRegistry
+from airflow_provider_volcano_argo.sandbox.kubelet.resources import fits, node_capacity, pod_requests
+
+if TYPE_CHECKING:
+    from airflow_provider_volcano_argo.sandbox.controlplane.pki import Pki
+
+log = logging.getLogger(__name__)
+
+
+class Kubelet:
+    """Runs every pod bound to its nodes.
+
+    ``programs`` scripts container behaviour; the ``fail_container``, ``evict_pod``, ``delete_pod`` and
+    ``set_node_capacity`` methods inject faults.
+    """
+
+    def __init__(self, cluster: Cluster, nodes: list, pki: Pki, workdir: Path, time_scale: float = 1.0):
+        self.cluster = cluster
+        self.api = cluster.api
+        self.nodes = {n.name: n for n in nodes}
+        self.time_scale = time_scale
+        self.programs = ProgramRegistry()
+        self.logs = LogStore(workdir)
+        cert, key = pki.serving("kubelet")
+        self.server = LogServer(self.logs, cert, key)
+        self.runners: dict[tuple[str, str], PodRunner] = {}
+        self.lock = threading.RLock()
+        self.wake = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="kubelet", daemon=True)
+
+    # -- life cycle ---------------------------------------------------------------------------------------
+    def start(self) -> None:
+        self.server.start()
+        for spec in self.nodes.values():
+            self._register(spec)
+        self.pods = self.cluster.informer("pods")
+        self.pods.subscribe(lambda *_: self.wake.set())
+        self.thread.start()
+
+    def stop(self) -> None:
+        with self.lock:
+            for runner in self.runners.values():
+                runner.kill()
+        self.wake.set()
+        self.server.stop()
+
+    def _register(self, spec: Any) -> None:
+        node = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": spec.name, "labels": {"kubernetes.io/hostname": spec.name}},
+        }
+        try:
+            self.api.create("nodes", node)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+        self._node_status(spec)
+
+    def _node_status(self, spec: Any) -> None:
+        capacity = node_capacity(spec)
+        now = now_rfc3339()
+        status = {
+            "capacity": capacity,
+            "allocatable": capacity,
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "KubeletReady",
+                    "message": "emulated kubelet is posting ready status",
+                    "lastHeartbeatTime": now,
+                    "lastTransitionTime": now,
+                }
+            ],
+            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}, {"type": "Hostname", "address": spec.name}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": self.server.port}},
+            "nodeInfo": {
+                "kubeletVersion": "v1.20.2-emulated",
+                "operatingSystem": "linux",
+                "architecture": "amd64",
+                "containerRuntimeVersion": "emulated://1",
+                "kernelVersion": "",
+                "osImage": "emulated",
+                "machineID": "",
+                "systemUUID": "",
+                "bootID": "",
+                "kubeProxyVersion": "",
+            },
+        }
+        self.api.patch("nodes", spec.name, {"status": status}, subresource="status")
+
+    # -- the sync loop ------------------------------------------------------------------------------------
+    def _loop(self) -> None:
+        while not self.cluster.stop.is_set():
+            self.wake.wait(0.5)
+            self.wake.clear()
+            try:
+                self._sync()
+            except Exception as exc:  # API server restarting: try again on the next pass
+                log.debug("kubelet sync: %s", exc)
+
+    def _sync(self) -> None:
+        pods = self.pods.items()
+        present = set()
+        for pod in pods:
+            meta, spec = pod["metadata"], pod["spec"]
+            key = (meta["namespace"], meta["name"])
+            node = spec.get("nodeName")
+            if not node:
+                if spec.get("schedulerName", "default-scheduler") != "volcano":
+                    self._schedule(pod, pods)
+                continue
+            if node not in self.nodes:
+                continue
+            present.add(key)
+            with self.lock:
+                runner = self.runners.get(key)
+                if runner is not None and runner.pod["metadata"]["uid"] != meta["uid"]:
+                    runner.kill()  # a new pod under an old name
+                    runner = self.runners.pop(key)
+                    runner = None
+                if meta.get("deletionTimestamp"):
+                    self._finalize(pod, runner)
+                    continue
+                if runner is None and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                    runner = self.runners[key] = PodRunner(pod, self.api, self.programs, self.logs, self.time_scale)
+                    runner.start()
+                elif runner is not None and runner.dirty:
+                    runner.report()
+        with self.lock:
+            for key in [k for k in self.runners if k not in present]:
+                self.runners.pop(key).kill()
+                self.logs.forget_pod(*key)
+
+    def _finalize(self, pod: dict, runner: PodRunner | None) -> None:
+        """Graceful deletion: stop the containers, then confirm with a zero grace period."""
+        meta = pod["metadata"]
+        if runner is not None:
+            runner.kill()
+            runner.thread.join(5)
+        try:
+            self.api.delete("pods", meta["name"], meta["namespace"], grace_period_seconds=0)
+        except ApiException as exc:
+            log.debug("finalizing %s: %s", meta["name"], exc)
+
+    def _schedule(self, pod: dict, pods: list[dict]) -> None:
+        """kube-scheduler's part for non-Volcano pods: bind to the first node with room."""
+        for name, spec in self.nodes.items():
+            bound = [
+                p
+                for p in pods
+                if p["spec"].get("nodeName") == name
+                and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+            ]
+            if fits(pod_requests(pod), node_capacity(spec), [pod_requests(p) for p in bound]):
+                bind_pod(self.api, pod, name)
+                return
+
+    # -- fault injection ----------------------------------------------------------------------------------
+    def fail_container(self, namespace: str, pod: str, container: str, exit_code: int = 1) -> None:
+        """End the running ``container`` now with ``exit_code``; the pod's restart policy then applies."""
+        with self.lock:
+            runner = self.runners.get((namespace, pod))
+        if runner is None or not runner.fail_container(container, exit_code):
+            raise LookupError(f"no running container {container} in pod {namespace}/{pod}")
+
+    def evict_pod(self, namespace: str, pod: str) -> None:
+        """Evict through the Eviction API (as ``kubectl drain``): the API server deletes the pod."""
+        body = {"apiVersion": "policy/v1beta1", "kind": "Eviction", "metadata": {"name": pod, "namespace": namespace}}
+        self.api.request("POST", f"/api/v1/namespaces/{namespace}/pods/{pod}/eviction", body=body)
+
+    def delete_pod(self, namespace: str, pod: str) -> None:
+        self.api.delete("pods", pod, namespace)
+
+    def set_node_capacity(self, node: str, **resources: Any) -> None:
+        """Change a node's capacity, e.g. ``set_node_capacity("sandbox-node-0", cpu="1", gpus=0)``."""
+        spec = self.nodes[node]
+        for name, value in resources.items():
+            setattr(spec, name, value)
+        self._node_status(spec)
