@@ -7,9 +7,10 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import KubeApi
+if TYPE_CHECKING:
+    from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import KubeApi
 
 
 def wait_for(

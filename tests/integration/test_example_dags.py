@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from .helpers import example_dag, run_dag, wait_for, xcom_result
+from tests.integration.helpers import example_dag, run_dag, wait_for, xcom_result
 
 pytestmark = pytest.mark.integration
 

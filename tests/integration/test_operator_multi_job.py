@@ -7,8 +7,7 @@ import re
 import pytest
 
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
-
-from .helpers import example_dag, grant_upstream_rbac, run_dag, xcom_result
+from tests.integration.helpers import example_dag, grant_upstream_rbac, run_dag, xcom_result
 
 pytestmark = pytest.mark.integration
 

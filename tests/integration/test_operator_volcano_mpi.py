@@ -6,9 +6,8 @@ import pytest
 
 from airflow_provider_volcano_argo import templates
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
-
-from .helpers import pod_log, run_dag, wait_for, xcom_result
-from .reliability import leftovers, line_counts, numbered_lines
+from tests.integration.helpers import pod_log, run_dag, wait_for, xcom_result
+from tests.integration.reliability import leftovers, line_counts, numbered_lines
 
 pytestmark = pytest.mark.integration
 

@@ -14,9 +14,8 @@ from hypothesis import strategies as st
 
 from airflow_provider_volcano_argo import templates
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
-
-from .helpers import run_dag, wait_for
-from .reliability import KINDS_LEFT, leftovers
+from tests.integration.helpers import run_dag, wait_for
+from tests.integration.reliability import KINDS_LEFT, leftovers
 
 pytestmark = [pytest.mark.integration, pytest.mark.reliability]
 
@@ -130,8 +129,7 @@ def test_r9_each_verb_of_the_role_is_needed_and_named_when_missing(
 ):
     import tests.dags.mpi_test_dags as mpi
     import tests.dags.sensor_dags as sensors
-
-    from .helpers import volcano_job
+    from tests.integration.helpers import volcano_job
 
     sandbox.set_airflow_rules(_without(group, resource, verb), mpi_namespace)
     wait_for(lambda: _denied(sandbox, mpi_namespace, group, resource, verb), 30, what=f"{verb} {resource} revoked")
@@ -229,7 +227,7 @@ def _probe(sandbox, namespace: str, job: str, count: int) -> dict:
     import subprocess
     import sys
 
-    from .helpers import submit_from_template
+    from tests.integration.helpers import submit_from_template
 
     sandbox.kubelet.programs.script(
         ScriptedProgram(lines=LONG_LINES, count=count, line_template="R12" + "p" * 88 + "-{i:07d}"),
@@ -283,9 +281,8 @@ def test_r13_no_token_or_kubeconfig_secret_in_any_task_log_or_error(
     import base64
 
     from tests.dags.mpi_test_dags import mpi_hostile as plain
-
-    from .conftest import CAPTURED_TEXTS
-    from .helpers import CAPTURED_LOGS
+    from tests.integration.conftest import CAPTURED_TEXTS
+    from tests.integration.helpers import CAPTURED_LOGS
 
     sandbox.set_airflow_rules([], mpi_namespace)  # an API error whose text could carry credentials
     states, _ = run_dag(plain, caplog, capfd, namespace=mpi_namespace)

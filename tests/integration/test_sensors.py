@@ -9,8 +9,7 @@ import pytest
 
 import tests.dags.sensor_dags as dags
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
-
-from .helpers import run_dag, volcano_job
+from tests.integration.helpers import run_dag, volcano_job
 
 pytestmark = pytest.mark.integration
 

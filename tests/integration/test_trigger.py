@@ -11,9 +11,8 @@ from airflow_provider_volcano_argo import templates
 from airflow_provider_volcano_argo.models.follow import FollowSpec
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
 from airflow_provider_volcano_argo.triggers.argo_workflow import ArgoWorkflowTrigger
-
-from .helpers import phase_of, submit_from_template, wait_for
-from .reliability import leftovers
+from tests.integration.helpers import phase_of, submit_from_template, wait_for
+from tests.integration.reliability import leftovers
 
 pytestmark = pytest.mark.integration
 
@@ -254,3 +253,48 @@ def test_logs_beyond_max_followed_logs_are_read_every_interval_and_lose_or_repea
     assert sorted(len(n) for n in notices.values()) == [0, 1], notices  # one run waited for the slot, once
     assert following["peak"] == 1
     assert any(follow for _, follow in reads) and any(not follow for _, follow in reads)
+
+
+def test_a_trigger_row_written_by_version_0_1_loads_and_runs_to_the_event(submitted):
+    """Tasks deferred before the upgrade stored the 0.1 class path and kwargs; the triggerer loads them as Airflow
+    does (trigger row, ``get_trigger_by_classpath``) and the trigger follows the run to its end.
+    """
+    import types
+
+    from airflow.jobs.triggerer_job_runner import TriggerRunner
+    from airflow.models.trigger import Trigger
+
+    ns, wf = submitted
+    kwargs = {  # the shape of VolcanoWorkflowTrigger.serialize() in 0.1 (d2c9475), field by field
+        "spec": {
+            "namespace": ns,
+            "workflow_name": wf["metadata"]["name"],
+            "workflow_uid": wf["metadata"]["uid"],
+            "job_name": "traced",
+            "log_task": "mpimaster",
+            "log_container": None,
+            "stream_logs": True,
+            "log_poll_interval": None,
+            "prefix_job_names": False,
+            "schedule_timeout": None,
+            "deadline": None,
+        },
+        "log_book": {},
+        "on_kill_action": "delete_workflow",
+        "connection": {
+            "kubernetes_conn_id": "kubernetes_default",
+            "cluster_context": None,
+            "config_file": None,
+            "in_cluster": None,
+        },
+    }
+    row = Trigger(
+        classpath="airflow_provider_volcano_argo.triggers.volcano_workflow.VolcanoWorkflowTrigger", kwargs=kwargs
+    )
+    cls = TriggerRunner.get_trigger_by_classpath(types.SimpleNamespace(trigger_cache={}), row.classpath)
+    trigger = cls(**Trigger._decrypt_kwargs(row.encrypted_kwargs))
+    shown: list[str] = []
+    trigger.log.info = lambda msg, *args: shown.append(msg % args if args else msg)
+    event = asyncio.run(asyncio.wait_for(trigger.run().__anext__(), 120)).payload
+    assert event["status"] == "success", event["message"]
+    assert [line for line in shown if line.startswith("step ")] == [f"step {i}" for i in range(40)]
