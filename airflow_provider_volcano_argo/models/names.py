@@ -63,7 +63,7 @@ def derive_job_name(dag_id: str, task_id: str, run_id: str, map_index: int, try_
 def safe_label_value(value: object) -> str:
     """Return a valid label value (<= 63, ``[A-Za-z0-9._-]``, alphanumeric ends) naming ``value`` unambiguously."""
     text = str(value)
-    if len(text) <= MAX_NAME and _LABEL_VALUE.match(text):
+    if len(text) <= MAX_NAME and _LABEL_VALUE.fullmatch(text):
         return text
     cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-._")
     digest = _digest(text, length=8)

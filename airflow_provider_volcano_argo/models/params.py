@@ -58,7 +58,7 @@ def check_safe_text(field: str, value: Any) -> str:
 
 
 def check_dns_label(field: str, value: Any, limit: int = MAX_NAME) -> str:
-    if not isinstance(value, str) or not _DNS_LABEL.match(value):
+    if not isinstance(value, str) or not _DNS_LABEL.fullmatch(value):
         raise InvalidParameterError(field, "must be a DNS-1123 label (lowercase letters, digits, '-')", value)
     if len(value) > limit:
         raise InvalidParameterError(field, f"must be at most {limit} characters", value)
@@ -74,13 +74,13 @@ def check_positive_int(field: str, value: Any, minimum: int = 1) -> int:
 
 def check_quantity(field: str, value: Any) -> str:
     text = str(value)
-    if isinstance(value, bool) or not _QUANTITY.match(text):
+    if isinstance(value, bool) or not _QUANTITY.fullmatch(text):
         raise InvalidParameterError(field, "must be a Kubernetes quantity such as 500m, 2, 4Gi", value)
     return text
 
 
 def check_image(field: str, value: Any) -> str:
-    if not isinstance(value, str) or len(value) > 255 or not _IMAGE.match(value):
+    if not isinstance(value, str) or len(value) > 255 or not _IMAGE.fullmatch(value):
         raise InvalidParameterError(field, "must be an image reference like registry:5000/org/name:tag", value)
     return value
 
@@ -89,7 +89,7 @@ def check_command(field: str, value: Any) -> str:
     """Return ``value`` if it is a command line of plain words: no quoting, substitution, redirection or chaining."""
     text = check_safe_text(field, value)
     words = text.split(" ")
-    if not text.strip() or any(w and not _COMMAND_WORD.match(w) for w in words):
+    if not text.strip() or any(w and not _COMMAND_WORD.fullmatch(w) for w in words):
         raise InvalidParameterError(
             field, "must be words of letters, digits and -_./=:,+%@~ separated by spaces", value
         )
@@ -100,7 +100,7 @@ def validate_workflow_parameters(parameters: dict[str, Any]) -> dict[str, str]:
     """Check free-form Workflow parameters (for any template): Argo names and safe text values."""
     result = {}
     for name, value in (parameters or {}).items():
-        if not isinstance(name, str) or not _PARAMETER_NAME.match(name) or len(name) > 128:
+        if not isinstance(name, str) or not _PARAMETER_NAME.fullmatch(name) or len(name) > 128:
             raise InvalidParameterError(f"parameters[{name!r}]", "name must be letters, digits, '-' and '_'", name)
         if isinstance(value, (dict, list)) or value is None:
             raise InvalidParameterError(f"parameters[{name!r}]", "value must be a string or a number", value)
@@ -148,7 +148,7 @@ class VolcanoMPIJobParameters:
                 )
         if self.priority_class is not None and (
             not isinstance(self.priority_class, str)
-            or not _DNS_SUBDOMAIN.match(self.priority_class)
+            or not _DNS_SUBDOMAIN.fullmatch(self.priority_class)
             or len(self.priority_class) > 253
         ):
             raise InvalidParameterError("priority_class", "must be a DNS-1123 subdomain", self.priority_class)

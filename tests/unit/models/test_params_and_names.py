@@ -52,6 +52,11 @@ def test_defaults_give_the_template_parameters():
         ("cpu_per_worker", "lots", "quantity"),
         ("min_available", 9, "at most workers + 1"),
         ("priority_class", "Not Valid", "subdomain"),
+        # a regex ``$`` also matches before a trailing newline: each pattern must match the whole value
+        ("job_name", "ok\n", "DNS-1123"),
+        ("image", "org/image:1\n", "image reference"),
+        ("cpu_per_worker", "100m\n", "quantity"),
+        ("priority_class", "high\n", "subdomain"),
     ],
 )
 def test_bad_values_name_field_and_rule(field, value, rule):
