@@ -56,3 +56,23 @@ class KubernetesConnection:
             config_file=data.get("config_file"),
             in_cluster=data.get("in_cluster"),
         )
+
+
+class KubernetesConnectionFields:
+    """Give an operator or sensor its connection arguments as a ``KubernetesConnection`` and its sync hook.
+
+    The arguments are ``kubernetes_conn_id``, ``cluster_context``, ``config_file`` and ``in_cluster``.
+    """
+
+    kubernetes_conn_id: str
+    cluster_context: str | None
+    config_file: str | None
+    in_cluster: bool | None
+
+    @property
+    def connection(self) -> KubernetesConnection:
+        return KubernetesConnection(self.kubernetes_conn_id, self.cluster_context, self.config_file, self.in_cluster)
+
+    @property
+    def hook(self) -> VolcanoArgoHook:
+        return self.connection.hook()

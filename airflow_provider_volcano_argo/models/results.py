@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 from typing import Any, TypedDict
 
-from airflow_provider_volcano_argo.models.phases import PhaseVerdict, workflow_message, workflow_phase
+from airflow_provider_volcano_argo.models.phases import PhaseVerdict, job_phase, workflow_message, workflow_phase
 
 
 class WorkflowSummary(TypedDict):
@@ -92,7 +92,7 @@ def job_summary(job: dict) -> JobSummary:
         "name": job["metadata"]["name"],
         "namespace": job["metadata"].get("namespace"),
         "uid": job["metadata"].get("uid"),
-        "phase": state.get("phase", ""),
+        "phase": job_phase(job),
         "retry_count": int(status.get("retryCount", 0) or 0),
         "task_status_count": status.get("taskStatusCount") or {},
         "succeeded": int(status.get("succeeded", 0) or 0),

@@ -19,7 +19,7 @@ from airflow.sdk import BaseOperator
 
 from airflow_provider_volcano_argo.engine.workflow_follower import WorkflowFollower
 from airflow_provider_volcano_argo.exceptions import ApiConflictError, TemplateNotFoundError
-from airflow_provider_volcano_argo.hooks.connection import DEFAULT_CONN_ID, KubernetesConnection
+from airflow_provider_volcano_argo.hooks.connection import DEFAULT_CONN_ID, KubernetesConnectionFields
 from airflow_provider_volcano_argo.links.argo import ArgoWorkflowLink
 from airflow_provider_volcano_argo.models.follow import FollowSpec
 from airflow_provider_volcano_argo.models.names import (
@@ -57,7 +57,7 @@ ON_KILL_ACTIONS = tuple(action.value for action in OnKillAction)
 IDENTITY_KEY = "argo_workflow"
 
 
-class ArgoWorkflowTemplateOperator(BaseOperator):
+class ArgoWorkflowTemplateOperator(KubernetesConnectionFields, BaseOperator):
     """Submit an Argo Workflow and follow it and the Volcano Jobs it creates until it ends.
 
     The Workflow comes from a WorkflowTemplate (``argo submit --from workflowtemplate/NAME -p k=v``) or an inline
@@ -160,14 +160,6 @@ class ArgoWorkflowTemplateOperator(BaseOperator):
         self._followed: tuple[str, str] | None = None
 
     # -- pieces subclasses refine --------------------------------------------------------------------------
-    @property
-    def connection(self) -> KubernetesConnection:
-        return KubernetesConnection(self.kubernetes_conn_id, self.cluster_context, self.config_file, self.in_cluster)
-
-    @property
-    def hook(self) -> VolcanoArgoHook:
-        return self.connection.hook()
-
     def workflow_parameters(self, context: Any) -> dict[str, str]:
         """Return the parameters to submit, validated (subclasses add their typed ones)."""
         return validate_workflow_parameters(self.parameters)

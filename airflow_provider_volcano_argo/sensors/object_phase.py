@@ -10,17 +10,16 @@ from typing import TYPE_CHECKING, Any
 from airflow.providers.common.compat.sdk import AirflowFailException, AirflowSensorTimeout, AirflowSkipException
 from airflow.sdk import BaseSensorOperator
 
-from airflow_provider_volcano_argo.hooks.connection import DEFAULT_CONN_ID, KubernetesConnection
+from airflow_provider_volcano_argo.hooks.connection import DEFAULT_CONN_ID, KubernetesConnectionFields
 from airflow_provider_volcano_argo.models.phases import ObjectKind, phase_of, phase_verdict
 from airflow_provider_volcano_argo.models.resources import RESOURCE_OF_KIND
 from airflow_provider_volcano_argo.triggers.phase import ObjectPhaseTrigger
 
 if TYPE_CHECKING:
-    from airflow_provider_volcano_argo.hooks.volcano_argo import VolcanoArgoHook
     from airflow_provider_volcano_argo.models.results import PhaseEvent
 
 
-class ObjectPhaseSensor(BaseSensorOperator):
+class ObjectPhaseSensor(KubernetesConnectionFields, BaseSensorOperator):
     """Wait until the object's phase is in ``target_phases`` (an object not created yet is waited for).
 
     Fail at once on ``failure_phases`` or when the object is deleted while deferred (``soft_fail`` skips instead).
@@ -68,14 +67,6 @@ class ObjectPhaseSensor(BaseSensorOperator):
         self.config_file = config_file
         self.in_cluster = in_cluster
         self.deferrable = deferrable
-
-    @property
-    def connection(self) -> KubernetesConnection:
-        return KubernetesConnection(self.kubernetes_conn_id, self.cluster_context, self.config_file, self.in_cluster)
-
-    @property
-    def hook(self) -> VolcanoArgoHook:
-        return self.connection.hook()
 
     def _end(self, outcome: str, phase: str) -> None:
         what = f"{self.kind.replace('_', ' ')} {self.namespace}/{self.name}"
