@@ -37,7 +37,6 @@ class Reconnect:
         self.refusal_grace = refusal_grace
         self.delay = FIRST_BACKOFF_SECONDS
         self.refused_since: float | None = None
-        self.attempts = 0
 
     def reset(self) -> None:
         self.delay = FIRST_BACKOFF_SECONDS
@@ -51,7 +50,6 @@ class Reconnect:
                 raise exc
         elif not is_transient(exc):
             raise exc
-        self.attempts += 1
         log.debug("%s interrupted (%s); resuming in %.1f s", self.what, exc, self.delay)
         await asyncio.sleep(self.delay)
         self.delay = min(self.delay * 2, MAX_BACKOFF_SECONDS)

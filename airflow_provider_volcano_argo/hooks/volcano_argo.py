@@ -56,16 +56,6 @@ def _absent_or_raise(exc: Exception, verb: str, resource: str, namespace: str | 
     raise error from exc
 
 
-def _changed_template(current: dict | None, body: dict) -> dict | None:
-    """Return the update that makes ``current`` equal ``body`` (None: up to date), keeping its resourceVersion."""
-    if current is not None and current.get("spec") == body["spec"]:
-        return None
-    if current is None:
-        return body
-    version = current["metadata"]["resourceVersion"]
-    return {**body, "metadata": {**body["metadata"], "resourceVersion": version}}
-
-
 class VolcanoArgoHook(KubernetesHook):
     """Synchronous access to Workflows, WorkflowTemplates, Volcano Jobs and PodGroups."""
 
@@ -123,13 +113,15 @@ class VolcanoArgoHook(KubernetesHook):
         """Create or update a WorkflowTemplate (``metadata.namespace`` set); say which was done."""
         name, namespace = body["metadata"]["name"], body["metadata"]["namespace"]
         current = self.get_object(WORKFLOW_TEMPLATES, name, namespace)
-        update = _changed_template(current, body)
-        if update is None:
-            return f"WorkflowTemplate {namespace}/{name} is up to date"
         if current is None:
-            self.create_object(WORKFLOW_TEMPLATES, update, namespace)
+            self.create_object(WORKFLOW_TEMPLATES, body, namespace)
             return f"created WorkflowTemplate {namespace}/{name}"
-        self.replace_object(WORKFLOW_TEMPLATES, update, namespace)
+        if current.get("spec") == body["spec"]:
+            return f"WorkflowTemplate {namespace}/{name} is up to date"
+        version = current["metadata"]["resourceVersion"]
+        self.replace_object(
+            WORKFLOW_TEMPLATES, {**body, "metadata": {**body["metadata"], "resourceVersion": version}}, namespace
+        )
         return f"updated WorkflowTemplate {namespace}/{name}"
 
 

@@ -177,3 +177,40 @@ def test_the_async_hook_maps_errors_and_absence_the_same_way(monkeypatch):
             await hook.patch_object(WORKFLOWS, "wf", {}, "ns")
 
     asyncio.run(scenario())
+
+
+class _Templates:
+    """A WorkflowTemplate store: get answers 404 until one was created."""
+
+    def __init__(self, current: dict | None):
+        self.current, self.calls = current, []
+
+    def get_namespaced_custom_object(self, *args):
+        if self.current is None:
+            raise ApiException(status=404, reason="Not Found")
+        return self.current
+
+    def create_namespaced_custom_object(self, group, version, namespace, plural, body):
+        self.calls.append(("create", body))
+
+    def replace_namespaced_custom_object(self, group, version, namespace, plural, name, body):
+        self.calls.append(("replace", body))
+
+
+@pytest.mark.parametrize(
+    ("current", "said", "call"),
+    [
+        (None, "created WorkflowTemplate ns/t", "create"),
+        ({"metadata": {"resourceVersion": "7"}, "spec": {"old": 1}}, "updated WorkflowTemplate ns/t", "replace"),
+        ({"metadata": {"resourceVersion": "7"}, "spec": {"new": 1}}, "WorkflowTemplate ns/t is up to date", None),
+    ],
+)
+def test_apply_workflow_template_creates_updates_or_leaves_it(monkeypatch, current, said, call):
+    store = _Templates(current)
+    monkeypatch.setattr(VolcanoArgoHook, "custom_object_client", property(lambda self: store))
+    body = {"metadata": {"name": "t", "namespace": "ns"}, "spec": {"new": 1}}
+    assert VolcanoArgoHook(conn_id="kubernetes_default").apply_workflow_template(body) == said
+    assert [c for c, _ in store.calls] == ([call] if call else [])
+    if call == "replace":
+        assert store.calls[0][1]["metadata"]["resourceVersion"] == "7"  # an update of the version it read
+        assert "resourceVersion" not in body["metadata"]
