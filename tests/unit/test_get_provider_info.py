@@ -61,13 +61,13 @@ def test_airflow_role_is_least_privilege():
 def test_airflow_knows_the_providers_configuration_and_its_defaults():
     from airflow.configuration import conf
 
-    from airflow_provider_volcano_argo.engine import followed_log_slots as followed_logs
+    from airflow_provider_volcano_argo.engine import followed_log_slots as slots_module
 
-    options = get_provider_info()["config"][followed_logs.SECTION]["options"]
+    options = get_provider_info()["config"][slots_module.SECTION]["options"]
     assert set(options) == {"max_followed_logs", "overflow_log_poll_interval"}
     # no fallback: Airflow read these defaults from the provider's metadata (as `airflow config list` shows them)
-    assert conf.getint(followed_logs.SECTION, "max_followed_logs") == followed_logs.DEFAULT_MAX_FOLLOWED_LOGS
+    assert conf.getint(slots_module.SECTION, "max_followed_logs") == slots_module.DEFAULT_MAX_FOLLOWED_LOGS
     assert (
-        conf.getfloat(followed_logs.SECTION, "overflow_log_poll_interval")
-        == followed_logs.DEFAULT_OVERFLOW_POLL_SECONDS
+        conf.getfloat(slots_module.SECTION, "overflow_log_poll_interval")
+        == slots_module.DEFAULT_OVERFLOW_POLL_SECONDS
     )

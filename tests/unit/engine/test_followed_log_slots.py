@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from airflow_provider_volcano_argo.engine import followed_log_slots as followed_logs
+from airflow_provider_volcano_argo.engine import followed_log_slots as slots_module
 from airflow_provider_volcano_argo.engine.followed_log_slots import (
     FollowedLogSlots,
     configured_limits,
@@ -27,7 +27,7 @@ def test_slots_count_against_the_limit_and_zero_means_no_limit():
 
 
 def test_limits_come_from_airflow_configuration_and_bad_values_are_refused(monkeypatch):
-    assert configured_limits() == (followed_logs.DEFAULT_MAX_FOLLOWED_LOGS, followed_logs.DEFAULT_OVERFLOW_POLL_SECONDS)
+    assert configured_limits() == (slots_module.DEFAULT_MAX_FOLLOWED_LOGS, slots_module.DEFAULT_OVERFLOW_POLL_SECONDS)
     monkeypatch.setenv("AIRFLOW__VOLCANO_ARGO__MAX_FOLLOWED_LOGS", "7")
     monkeypatch.setenv("AIRFLOW__VOLCANO_ARGO__OVERFLOW_LOG_POLL_INTERVAL", "2.5")
     assert configured_limits() == (7, 2.5)
