@@ -17,6 +17,11 @@ import pytest
 
 ROWS = pytest.StashKey[list]()
 KINDS_LEFT = ("workflows", "vcjobs", "podgroups", "pods")
+#: What the Volcano Job's plugins create (svc: Service, ConfigMap, NetworkPolicy; ssh: Secret) and Argo's resource
+#: step may leave: counted when a run's Job or Workflow owns them (every namespace has its own ConfigMaps and
+#: Secrets too, e.g. ``kube-root-ca.crt`` and the service accounts' tokens).
+OWNED_KINDS_LEFT = ("configmaps", "services", "networkpolicies", "secrets")
+RUN_OWNERS = ("batch.volcano.sh/", "argoproj.io/", "scheduling.volcano.sh/")
 COLUMNS = ("scenario", "result", "lines expected", "delivered", "repeated", "objects left", "clean-up s")
 
 
@@ -171,11 +176,24 @@ def line_counts(log: str, expected: list[str], times: int = 1) -> tuple[int, int
     return sum(c >= times for c in counts), sum(max(c - times, 0) for c in counts)
 
 
-def leftovers(sandbox, namespace: str, timeout: float = 90.0, selector: str | None = None) -> tuple[int, float]:
-    """Wait until no Workflow, Volcano Job, PodGroup or pod is left in ``namespace``: (objects left, seconds)."""
+def objects_left(sandbox, namespace: str) -> int:
+    """Count what a run left in ``namespace``: Workflows, Volcano Jobs, PodGroups, pods, and what they own.
+
+    Owned objects are the plugins' Services, ConfigMaps, NetworkPolicies and Secrets.
+    """
+    left = sum(len(sandbox.api.list(kind, namespace)["items"]) for kind in KINDS_LEFT)
+    for kind in OWNED_KINDS_LEFT:
+        for obj in sandbox.api.list(kind, namespace)["items"]:
+            owners = obj["metadata"].get("ownerReferences") or []
+            left += any(ref.get("apiVersion", "").startswith(RUN_OWNERS) for ref in owners)
+    return left
+
+
+def leftovers(sandbox, namespace: str, timeout: float = 90.0) -> tuple[int, float]:
+    """Wait until the run left nothing in ``namespace`` (``objects_left``): (objects left, seconds)."""
     started = time.monotonic()
     while True:
-        left = sum(len(sandbox.api.list(kind, namespace, selector)["items"]) for kind in KINDS_LEFT)
+        left = objects_left(sandbox, namespace)
         if left == 0 or time.monotonic() - started > timeout:
             return left, round(time.monotonic() - started, 1)
         time.sleep(0.2)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from airflow_provider_volcano_argo import templates
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
 from tests.integration.helpers import run_dag, wait_for
-from tests.integration.reliability import KINDS_LEFT, leftovers
+from tests.integration.reliability import leftovers, objects_left
 
 pytestmark = [pytest.mark.integration, pytest.mark.reliability]
 
@@ -55,7 +55,7 @@ def test_r8_hostile_input_is_refused_before_any_api_call(sandbox, mpi_namespace,
     field, value = override
     sandbox.set_airflow_rules([], mpi_namespace)
     states, log = run_dag(mpi_overrides, caplog, capfd, namespace=mpi_namespace, overrides={field: value})
-    left = sum(len(sandbox.api.list(kind, mpi_namespace)["items"]) for kind in KINDS_LEFT)
+    left = objects_left(sandbox, mpi_namespace)
     row = _R8_ROW.get("row") or _R8_ROW.setdefault("row", reliability("", objects_left=0))
     row.objects_left += left
     _R8_ROW["fields"] = _R8_ROW.get("fields", set()) | {field}
@@ -179,7 +179,7 @@ def test_r10_deleted_from_outside_mid_run_fails_at_once_saying_so(
             else sandbox.api.list("workflows", mpi_namespace)["items"][0]["metadata"]["name"]
         )
         time.sleep(1)
-        deleted["at"] = time.monotonic()
+        deleted["at"], deleted["name"] = time.monotonic(), name
         sandbox.api.delete(kind, name, mpi_namespace)
 
     helper = threading.Thread(target=delete_when_running)
@@ -195,7 +195,12 @@ def test_r10_deleted_from_outside_mid_run_fails_at_once_saying_so(
     reliability(f"R10 {what} deleted from outside mid-run", objects_left=left,
                 cleanup_seconds=round(ended - deleted["at"] + seconds, 1))  # fmt: skip
     assert states == {"mpi": "failed"}, log[-3000:]
-    assert "was deleted" in log and what in log
+    said = (
+        f"Argo Workflow {deleted['name']} was deleted while the task was following it."
+        if kind == "workflows"
+        else f"Volcano Job {deleted['name']} was deleted before it finished"
+    )
+    assert said in log, log[-3000:]  # the message names what was deleted, not only that something was
     assert ended - deleted["at"] < 30, log[-5000:]  # at once, not after a timeout
     assert left == 0
 
@@ -207,7 +212,7 @@ def test_r11_missing_template_says_how_to_install_it_and_creates_nothing(
 
     sandbox.api.delete("workflowtemplates", "volcano-mpi", mpi_namespace)
     states, log = run_dag(plain, caplog, capfd, namespace=mpi_namespace)
-    left = sum(len(sandbox.api.list(kind, mpi_namespace)["items"]) for kind in KINDS_LEFT)
+    left = objects_left(sandbox, mpi_namespace)
     reliability("R11 WorkflowTemplate missing", objects_left=left)
     assert states == {"mpi": "failed"}
     assert f"WorkflowTemplate 'volcano-mpi' not found in namespace '{mpi_namespace}'" in log

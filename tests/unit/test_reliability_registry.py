@@ -46,3 +46,27 @@ def test_an_unregistered_scenario_row_is_kept_and_marked():
     stray = Row("R99 something new", "tests/integration/test_new.py::test_new")
     rows = table_rows([stray], [], {})
     assert _by_result(rows)["R99 something new"] == "unregistered"
+
+
+def test_objects_left_counts_what_a_runs_jobs_own_not_the_namespaces_own_objects():
+    from tests.integration.reliability import objects_left
+
+    owned = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "mpi-j", "uid": "u"}
+    listing = {
+        "pods": [{"metadata": {"name": "mpi-j-mpimaster-0"}}],
+        "secrets": [
+            {"metadata": {"name": "mpi-j-ssh", "ownerReferences": [owned]}},
+            {"metadata": {"name": "default-token-x"}},  # the service account's own
+        ],
+        "configmaps": [
+            {"metadata": {"name": "kube-root-ca.crt"}},
+            {"metadata": {"name": "mpi-j-svc", "ownerReferences": [owned]}},
+        ],
+        "services": [{"metadata": {"name": "mpi-j", "ownerReferences": [owned]}}],
+    }
+
+    class Api:
+        def list(self, kind, namespace, selector=None):
+            return {"items": listing.get(kind, [])}
+
+    assert objects_left(type("Sandbox", (), {"api": Api()})(), "ns") == 4  # the pod + 3 owned, not the 2 others

@@ -77,6 +77,12 @@ def test_free_parameters_refuse_anything_that_escapes(value):
         assert err.field == "parameters['p']"
 
 
+@given(st.text(alphabet=st.characters(categories=("L", "N"), include_characters=" -_./:=,+%@~"), max_size=40))
+def test_free_parameters_keep_every_value_that_cannot_escape(value):
+    """The other direction: a value of letters, digits, spaces and harmless punctuation passes unchanged."""
+    assert validate_workflow_parameters({"p": value, "n": 3}) == {"p": value, "n": "3"}
+
+
 def test_free_parameter_names_are_checked():
     with pytest.raises(InvalidParameterError, match="name must be"):
         validate_workflow_parameters({"bad name": "x"})

@@ -1,0 +1,35 @@
+"""What the operators submit: typed parameters over free ones, Jinja-rendered numbers, refused policies."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+from airflow_provider_volcano_argo.models.params import InvalidParameterError
+from airflow_provider_volcano_argo.operators.argo_workflow import ArgoWorkflowTemplateOperator
+from airflow_provider_volcano_argo.operators.volcano_mpi import VolcanoMPIJobOperator
+
+CONTEXT = {"ti": types.SimpleNamespace(dag_id="d", task_id="mpi", run_id="r", map_index=-1, try_number=1)}
+
+
+def test_free_parameters_pass_and_the_typed_ones_win_by_name():
+    op = VolcanoMPIJobOperator(
+        task_id="mpi", job_name="solver", workers="4", parameters={"mesh": "/data/mesh.h5", "workers": "99"}
+    )
+    submitted = op.workflow_parameters(CONTEXT)
+    assert submitted["mesh"] == "/data/mesh.h5"
+    assert submitted["workers"] == "4" and submitted["np"] == "4"  # "4" as Jinja renders it, typed again
+    assert submitted["job-name"] == "solver"
+
+
+def test_a_bad_free_parameter_is_refused_naming_it():
+    op = ArgoWorkflowTemplateOperator(task_id="t", workflow_template="x", parameters={"p": "a; rm -rf /"})
+    with pytest.raises(InvalidParameterError, match=r"parameters\['p'\]: must not contain ';'"):
+        op.workflow_parameters(CONTEXT)
+
+
+@pytest.mark.parametrize(("field", "value"), [("on_finish_action", "delete"), ("on_kill_action", "stop")])
+def test_an_unknown_policy_is_refused_when_the_dag_is_parsed(field, value):
+    with pytest.raises(ValueError, match=f"{field} must be one of"):
+        VolcanoMPIJobOperator(task_id="t", **{field: value})
