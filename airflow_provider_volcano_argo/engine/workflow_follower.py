@@ -228,6 +228,6 @@ class WorkflowFollower(FollowLoop):
             "jobs": [job_summary(j) for _, j in sorted(self.jobs.items())],
             "tails": self.logs.tails(),
             "lines_streamed": self.logs.lines_emitted,
-            "exit_codes": exit_codes(self.logs.pods.values(), self.spec.container),
+            "exit_codes": exit_codes(self.logs.pods.values(), self.spec.container, set(self.jobs)),
             "log_book": self.book.to_dict(),
         }

@@ -82,10 +82,15 @@ def instance_finished(pods: Iterable[dict], key: str) -> bool:
     return True
 
 
-def exit_codes(pods: Iterable[dict], container: str) -> list[ExitCode]:
-    """Return the non-zero exit codes of ``container`` (current or last instance), for failure diagnostics."""
+def exit_codes(pods: Iterable[dict], container: str, jobs: set[str]) -> list[ExitCode]:
+    """Return the non-zero exit codes of ``container`` (current or last instance) in pods of ``jobs``.
+
+    The pod watch of a Workflow follower sees the task's pods of every Job in the namespace: only its own count.
+    """
     found: list[ExitCode] = []
     for pod in pods:
+        if job_of_pod(pod) not in jobs:
+            continue
         status = _container_status(pod, container) or {}
         for when in ("state", "lastState"):
             ended = (status.get(when) or {}).get("terminated")

@@ -26,6 +26,7 @@ _IMAGE = re.compile(
     r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
     r"(?:@sha256:[a-f0-9]{64})?$"
 )
+_LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 _COMMAND_WORD = re.compile(r"^[A-Za-z0-9_\-./=:,+%@~]+$")
 FORBIDDEN = ("\n", "\r", "\x00", "{{", "}}", "'", '"', "`", "$", ";", "&", "|", "<", ">", "(", ")", "\\")
 
@@ -96,6 +97,40 @@ def check_command(field: str, value: Any) -> str:
     return text
 
 
+def check_dns_subdomain(field: str, value: Any, limit: int = 253) -> str:
+    """Return ``value`` if it is a DNS-1123 subdomain (an object name) of at most ``limit`` characters."""
+    if not isinstance(value, str) or not _DNS_SUBDOMAIN.fullmatch(value) or len(value) > limit:
+        raise InvalidParameterError(field, f"must be a DNS-1123 subdomain of at most {limit} characters", value)
+    return value
+
+
+def validate_labels(field: str, labels: Any) -> dict[str, str]:
+    """Check labels as the API server does: ``[prefix/]name`` keys and values of at most 63 characters."""
+    if not isinstance(labels, dict):
+        raise InvalidParameterError(field, "must be a mapping of label keys to values", labels)
+    for key, value in labels.items():
+        prefix, _, name = key.rpartition("/") if isinstance(key, str) else ("", "", key)
+        if not isinstance(name, str) or len(name) > 63 or not _LABEL_NAME.fullmatch(name):
+            raise InvalidParameterError(
+                f"{field}[{key!r}]", "key must be [prefix/]name, name <= 63 of [A-Za-z0-9-_.]", key
+            )
+        if prefix:
+            check_dns_subdomain(f"{field}[{key!r}]", prefix)
+        if not isinstance(value, str) or len(value) > 63 or (value and not _LABEL_NAME.fullmatch(value)):
+            raise InvalidParameterError(
+                f"{field}[{key!r}]", "value must be <= 63 of [A-Za-z0-9-_.], alphanumeric ends", value
+            )
+    return labels
+
+
+def validate_submission(namespace: str, workflow_name: str | None, labels: Any) -> None:
+    """Check what names the Workflow (namespace, name, labels): it goes into request paths and the object."""
+    check_dns_label("namespace", namespace)
+    if workflow_name is not None:
+        check_dns_subdomain("workflow_name", workflow_name)
+    validate_labels("labels", labels)
+
+
 def validate_workflow_parameters(parameters: dict[str, Any]) -> dict[str, str]:
     """Check free-form Workflow parameters (for any template): Argo names and safe text values."""
     result = {}
@@ -146,12 +181,8 @@ class VolcanoMPIJobParameters:
                 raise InvalidParameterError(
                     "min_available", f"must be at most workers + 1 = {self.total_pods}", self.min_available
                 )
-        if self.priority_class is not None and (
-            not isinstance(self.priority_class, str)
-            or not _DNS_SUBDOMAIN.fullmatch(self.priority_class)
-            or len(self.priority_class) > 253
-        ):
-            raise InvalidParameterError("priority_class", "must be a DNS-1123 subdomain", self.priority_class)
+        if self.priority_class is not None:
+            check_dns_subdomain("priority_class", self.priority_class)
         if not isinstance(self.master_after_workers, bool):
             raise InvalidParameterError("master_after_workers", "must be True or False", self.master_after_workers)
 

@@ -28,7 +28,7 @@ from airflow_provider_volcano_argo.models.names import (
     task_instance_labels,
     task_instance_selector,
 )
-from airflow_provider_volcano_argo.models.params import validate_workflow_parameters
+from airflow_provider_volcano_argo.models.params import validate_submission, validate_workflow_parameters
 from airflow_provider_volcano_argo.models.phases import workflow_done
 from airflow_provider_volcano_argo.models.policies import (
     CleanupSteps,
@@ -235,7 +235,8 @@ class ArgoWorkflowTemplateOperator(KubernetesConnectionFields, BaseOperator):
         hook = self.hook
         namespace = hook.resolve_namespace(self.namespace)
         self.namespace = namespace
-        parameters = self.workflow_parameters(context)  # refuses bad input before any API call
+        validate_submission(namespace, self.workflow_name, self.labels)  # bad input is refused before any API call
+        parameters = self.workflow_parameters(context)
         workflow = self._find_live_workflow(hook, namespace, context)
         if workflow is not None:
             self.log.info(

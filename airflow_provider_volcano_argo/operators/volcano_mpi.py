@@ -9,10 +9,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from airflow_provider_volcano_argo.models.names import derive_job_name
-from airflow_provider_volcano_argo.models.params import VolcanoMPIJobParameters, validate_workflow_parameters
+from airflow_provider_volcano_argo.models.params import (
+    InvalidParameterError,
+    VolcanoMPIJobParameters,
+    validate_workflow_parameters,
+)
 from airflow_provider_volcano_argo.models.policies import FollowMode
 from airflow_provider_volcano_argo.operators.argo_workflow import ArgoWorkflowTemplateOperator
-from airflow_provider_volcano_argo.templates import DEFAULT_TEMPLATE, MASTER_AFTER_WORKERS_TEMPLATE, workflow_templates
+from airflow_provider_volcano_argo.templates import (
+    DEFAULT_TEMPLATE,
+    MASTER_AFTER_WORKERS_TEMPLATE,
+    TEMPLATE_FILES,
+    workflow_templates,
+)
 
 
 class VolcanoMPIJobOperator(ArgoWorkflowTemplateOperator):
@@ -135,6 +144,13 @@ class VolcanoMPIJobOperator(ArgoWorkflowTemplateOperator):
     def execute(self, context: Any) -> Any:
         if self.ensure_template:
             self.workflow_parameters(context)  # refuse bad input before touching the cluster
+            if self.workflow_template not in TEMPLATE_FILES:
+                raise InvalidParameterError(
+                    "ensure_template",
+                    f"installs only the shipped templates ({', '.join(TEMPLATE_FILES)}); install "
+                    f"{self.workflow_template!r} yourself and leave ensure_template off",
+                    True,
+                )
             hook = self.hook
             for body in workflow_templates((self.workflow_template,), hook.resolve_namespace(self.namespace)):
                 self.log.info("%s", hook.apply_workflow_template(body))

@@ -80,6 +80,5 @@ def test_airflow_knows_the_providers_configuration_and_its_defaults():
     # no fallback: Airflow read these defaults from the provider's metadata (as `airflow config list` shows them)
     assert conf.getint(slots_module.SECTION, "max_followed_logs") == slots_module.DEFAULT_MAX_FOLLOWED_LOGS
     assert (
-        conf.getfloat(slots_module.SECTION, "overflow_log_poll_interval")
-        == slots_module.DEFAULT_OVERFLOW_POLL_SECONDS
+        conf.getfloat(slots_module.SECTION, "overflow_log_poll_interval") == slots_module.DEFAULT_OVERFLOW_POLL_SECONDS
     )

@@ -35,4 +35,9 @@ def test_log_instances_and_their_end():
     assert instance_finished([_pod("p1", 0, "terminated")], instance.key)
     assert instance_finished([], instance.key)  # pod gone
     assert log_instances([_pod("p1", 0, "waiting")], "mpimaster", {"j"}) == []
-    assert exit_codes([_pod("p1", 0, "terminated")], "mpimaster")[0]["exit_code"] == 3
+    assert exit_codes([_pod("p1", 0, "terminated")], "mpimaster", {"j"})[0]["exit_code"] == 3
+
+
+def test_exit_codes_come_only_from_the_followed_jobs_pods():
+    """A Workflow follower's pod watch sees the task's pods of every Job in the namespace."""
+    assert exit_codes([_pod("p1", 0, "terminated")], "mpimaster", {"someone-elses-job"}) == []

@@ -17,6 +17,7 @@ from airflow_provider_volcano_argo.models.names import (
 from airflow_provider_volcano_argo.models.params import (
     InvalidParameterError,
     VolcanoMPIJobParameters,
+    validate_submission,
     validate_workflow_parameters,
 )
 
@@ -116,3 +117,27 @@ def test_log_poll_interval_must_be_positive(interval):
 
     with pytest.raises(ValueError, match="log_poll_interval"):
         VolcanoMPIJobOperator(task_id="t", log_poll_interval=interval)
+
+
+@pytest.mark.parametrize(
+    ("namespace", "workflow_name", "labels", "field"),
+    [
+        ("Argo", None, {}, "namespace"),
+        ("argo/../kube-system", None, {}, "namespace"),
+        ("argo", "Bad_Name", {}, "workflow_name"),
+        ("argo", "x" * 254, {}, "workflow_name"),
+        ("argo", None, {"team": "a b"}, "labels['team']"),
+        ("argo", None, {"-bad": "x"}, "labels['-bad']"),
+        ("argo", None, {"Example.COM/team": "a"}, "labels['Example.COM/team']"),
+        ("argo", None, {"team": "x" * 64}, "labels['team']"),
+        ("argo", None, ["team"], "labels"),
+    ],
+)
+def test_what_names_the_workflow_is_checked_naming_the_field(namespace, workflow_name, labels, field):
+    with pytest.raises(InvalidParameterError) as err:
+        validate_submission(namespace, workflow_name, labels)
+    assert err.value.field == field
+
+
+def test_valid_names_and_labels_pass():
+    validate_submission("argo", "nightly.solver-1", {"team": "hpc", "example.com/cost-center": "", "a.b_c": "v-1"})

@@ -33,3 +33,10 @@ def test_a_bad_free_parameter_is_refused_naming_it():
 def test_an_unknown_policy_is_refused_when_the_dag_is_parsed(field, value):
     with pytest.raises(ValueError, match=f"{field} must be one of"):
         VolcanoMPIJobOperator(task_id="t", **{field: value})
+
+
+def test_ensure_template_refuses_a_template_it_does_not_ship_before_any_api_call(monkeypatch):
+    op = VolcanoMPIJobOperator(task_id="mpi", job_name="j", workflow_template="my-template", ensure_template=True)
+    monkeypatch.setattr(VolcanoMPIJobOperator, "hook", property(lambda self: pytest.fail("no API call expected")))
+    with pytest.raises(InvalidParameterError, match="ensure_template: installs only the shipped templates"):
+        op.execute(CONTEXT)
