@@ -5,7 +5,7 @@ gives every TLS connection a 256 KiB read buffer (``asyncio.sslproto.SSLProtocol
 memory per followed log, most of what a deferred run costs there (``benchmarks/triggerer_capacity.py``). Up to
 ``[volcano_argo] max_followed_logs`` logs per event loop (the triggerer runs every trigger in one) are followed;
 the others are read every ``[volcano_argo] overflow_log_poll_interval`` seconds over pooled connections, from their
-cursors (nothing lost or repeated), and one of them is followed as soon as a followed log ends.
+cursors (nothing lost or repeated), and such a log is followed again at its next read after a followed log ended.
 """
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ AIRFLOW_NAMESPACE = "argo"
 AIRFLOW_SERVICE_ACCOUNT = "airflow"
 AIRFLOW_ROLE = "volcano-argo-airflow"
 
-# Until the provider ships its least-privilege Role, the Airflow identity gets what the tests need, no more.
+# The Airflow identity's rules when no role file is given: what an Airflow DAG author's tests may need to read
+# (the sandbox never imports the provider, so it cannot bind the provider's Role by itself; pass `--airflow-role`).
 _DEFAULT_AIRFLOW_RULES = [
     {
         "apiGroups": ["argoproj.io"],
