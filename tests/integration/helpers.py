@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
 
 if TYPE_CHECKING:
     from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import KubeApi
@@ -168,3 +171,21 @@ def xcom_result(dag_id: str, task_id: str) -> Any:
             .first()
         )
         return XComModel.deserialize_value(row)
+
+
+@dataclasses.dataclass
+class AttemptProgram(ScriptedProgram):
+    """Print ``lines`` each tagged with the Volcano Job attempt of the pod that prints it (`` a1``, `` a2``, ...).
+
+    A replayed or lost attempt then shows: the lines a test expects come from its script and the attempts the
+    scenario causes, not from the log under test.
+    """
+
+    def run(self, ctx) -> int:
+        retry = int((ctx.pod["metadata"].get("annotations") or {}).get("volcano.sh/job-retry-count", 0) or 0)
+        return ScriptedProgram.run(dataclasses.replace(self, lines=attempt_lines(self.lines or [], retry + 1)), ctx)
+
+
+def attempt_lines(lines: list[str], attempt: int) -> list[str]:
+    """Return ``lines`` as ``AttemptProgram`` prints them in ``attempt`` (1-based)."""
+    return [f"{line} a{attempt}" for line in lines]

@@ -6,7 +6,7 @@ import pytest
 
 from airflow_provider_volcano_argo import templates
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
-from tests.integration.helpers import pod_log, run_dag, wait_for, xcom_result
+from tests.integration.helpers import AttemptProgram, attempt_lines, pod_log, run_dag, wait_for, xcom_result
 from tests.integration.reliability import leftovers, line_counts, numbered_lines
 
 pytestmark = pytest.mark.integration
@@ -47,7 +47,7 @@ def test_failing_master_fails_the_task_with_diagnostics(sandbox, mpi_namespace, 
 
     lines = numbered_lines("R7", 3)
     sandbox.kubelet.programs.script(
-        ScriptedProgram(lines=[*lines, "error: rank 1 diverged"], exit_code=7),
+        AttemptProgram(lines=[*lines, "error: rank 1 diverged"], exit_code=7),
         namespace=mpi_namespace,
         container="mpimaster",
     )
@@ -56,17 +56,24 @@ def test_failing_master_fails_the_task_with_diagnostics(sandbox, mpi_namespace, 
     finally:
         sandbox.kubelet.programs.clear()
     streamed = log.split("ended Failed", 1)[0]  # the failure message repeats the last lines on purpose
-    runs = streamed.count("----- log of ")  # one header per container instance (attempts x restarts)
-    delivered, repeated = line_counts(streamed, lines, times=runs)
+    # max_retry=2: attempt 1 fails (PodFailed -> RestartJob, retry 1), attempt 2 fails, retry 2 = maxRetry: Failed;
+    # the master's restartPolicy is Never, so one container instance per attempt
+    attempts = (1, 2)
+    expected = [line for n in attempts for line in attempt_lines(lines, n)]
+    delivered, repeated = line_counts(streamed, expected)
     left, seconds = leftovers(sandbox, mpi_namespace)
-    reliability("R7 master fails until maxRetry", expected=runs * len(lines), delivered=runs * delivered,
+    reliability("R7 master fails until maxRetry", expected=len(expected), delivered=delivered,
                 repeated=repeated, objects_left=left, cleanup_seconds=seconds)  # fmt: skip
     assert states == {"mpi": "failed"}
     assert "ended Failed" in log
     assert "exited with code 7" in log
-    assert "error: rank 1 diverged" in log.split("ended Failed", 1)[1]  # the last lines, in the message
-    assert "retries 2" in log and runs >= 2
-    assert (delivered, repeated, left) == (len(lines), 0, 0)
+    assert "error: rank 1 diverged a2" in log.split("ended Failed", 1)[1]  # the last lines, in the message
+    assert "retries 2" in log
+    assert (delivered, repeated, left) == (len(expected), 0, 0)
+    assert streamed.count("----- log of ") == len(attempts)  # no attempt shown twice, none invented
+    for n in attempts:  # each attempt's lines under its own header
+        header = streamed.index(f"(job attempt {n}, container restart 0)")
+        assert header < streamed.index(attempt_lines(lines, n)[0])
 
 
 @pytest.mark.reliability
@@ -164,7 +171,7 @@ def test_volcano_restart_shows_each_attempt_once_under_its_header(sandbox, mpi_n
 
     lines = numbered_lines("R6", 5)
     sandbox.kubelet.programs.script(
-        ScriptedProgram(lines=lines, rate=20, duration=5), namespace=mpi_namespace, container="mpimaster"
+        AttemptProgram(lines=lines, rate=20, duration=5), namespace=mpi_namespace, container="mpimaster"
     )
     evicted = []
 
@@ -176,7 +183,10 @@ def test_volcano_restart_shows_each_attempt_once_under_its_header(sandbox, mpi_n
         master = wait_for(master_running, 90, what="master running")
         job = master["metadata"]["labels"]["volcano.sh/job-name"]
         wait_for(
-            lambda: lines[-1] in pod_log(sandbox.api, mpi_namespace, master["metadata"]["name"], "mpimaster"),
+            lambda: (
+                attempt_lines(lines, 1)[-1]
+                in pod_log(sandbox.api, mpi_namespace, master["metadata"]["name"], "mpimaster")
+            ),
             30,
             what="attempt 1 printed",
         )
@@ -190,13 +200,15 @@ def test_volcano_restart_shows_each_attempt_once_under_its_header(sandbox, mpi_n
     finally:
         helper.join(120)
         sandbox.kubelet.programs.clear()
-    delivered, repeated = line_counts(log, lines, times=2)  # once per attempt
+    expected = attempt_lines(lines, 1) + attempt_lines(lines, 2)  # the eviction restarts the gang once
+    delivered, repeated = line_counts(log, expected)
     left, seconds = leftovers(sandbox, mpi_namespace)
-    reliability("R6 worker evicted, PodEvicted -> RestartJob", expected=2 * len(lines), delivered=2 * delivered,
+    reliability("R6 worker evicted, PodEvicted -> RestartJob", expected=len(expected), delivered=delivered,
                 repeated=repeated, objects_left=left, cleanup_seconds=seconds)  # fmt: skip
     assert evicted and states == {"mpi": "success"}, log[-3000:]
-    assert "(job attempt 1, container restart 0)" in log and "(job attempt 2, container restart 0)" in log
-    assert (delivered, repeated, left) == (len(lines), 0, 0)
+    first, second = log.index("(job attempt 1, container restart 0)"), log.index("(job attempt 2, container restart 0)")
+    assert first < log.index(expected[0]) < second < log.index(expected[len(lines)])  # each under its header
+    assert (delivered, repeated, left) == (len(expected), 0, 0)
     assert xcom_result("test_mpi_hostile", "mpi")["retry_count"] == 1
 
 

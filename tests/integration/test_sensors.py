@@ -80,3 +80,44 @@ def test_workflow_sensor(sandbox, ns, caplog, capfd):
     sandbox.api.create("workflows", wf, ns)
     states, log = run_dag(dags.workflow_sensor, caplog, capfd, namespace=ns, name="outside-wf")
     assert states == {"wait": "success"}, log[-2000:]
+
+
+def test_job_sensor_fails_at_once_when_the_job_it_saw_is_deleted(sandbox, ns, caplog, capfd):
+    sandbox.kubelet.programs.script(ScriptedProgram(duration=3600), namespace=ns, container="mpimaster")
+    sandbox.api.create("vcjobs", volcano_job("deleted-job", workers=1), ns)
+
+    def delete_when_running():
+        from tests.integration.helpers import phase_of, wait_for
+
+        wait_for(lambda: phase_of(sandbox.api, "vcjobs", "deleted-job", ns) == "Running", 60, what="job running")
+        time.sleep(2)  # the sensor's trigger has seen it by now
+        sandbox.api.delete("vcjobs", "deleted-job", ns)
+
+    deleter = threading.Thread(target=delete_when_running)
+    deleter.start()
+    try:
+        started = time.monotonic()
+        states, log = run_dag(dags.test_job_sensor_deferred, caplog, capfd, namespace=ns, name="deleted-job")
+    finally:
+        deleter.join(90)
+        sandbox.kubelet.programs.clear()
+    assert states == {"wait": "failed"}, log[-2000:]
+    assert f"volcano job {ns}/deleted-job does not exist (deleted?)" in log
+    assert time.monotonic() - started < 50  # at the deletion, well before the sensor's 60 s timeout
+
+
+def test_workflow_sensor_fails_on_a_failed_workflow(sandbox, ns, caplog, capfd):
+    sandbox.kubelet.programs.script(ScriptedProgram(lines=["bad"], exit_code=1), namespace=ns, container="main")
+    wf = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {"name": "failing-wf"},
+        "spec": {"entrypoint": "main", "templates": [{"name": "main", "container": {"image": "busybox"}}]},
+    }
+    sandbox.api.create("workflows", wf, ns)
+    try:
+        states, log = run_dag(dags.workflow_sensor, caplog, capfd, namespace=ns, name="failing-wf")
+    finally:
+        sandbox.kubelet.programs.clear()
+    assert states == {"wait": "failed"}, log[-2000:]
+    assert f"workflow {ns}/failing-wf reached failing phase Failed" in log

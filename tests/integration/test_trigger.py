@@ -65,8 +65,20 @@ def _rebuild(trigger: ArgoWorkflowTrigger) -> ArgoWorkflowTrigger:
 
 
 @pytest.mark.reliability
+@pytest.mark.parametrize("submitted", [{"rate": 10, "duration": 600}], indirect=True)  # still running when killed
 def test_user_kill_while_deferred_stops_and_deletes_everything(sandbox, submitted, reliability):
     ns, wf = submitted
+    seen: list[str] = []  # what happened to the Workflow, in order: "shutdown Terminate", "deleted"
+    sandbox.cluster.informer("workflows").subscribe(
+        lambda kind, obj, old: (
+            obj["metadata"]["namespace"] == ns
+            and (
+                seen.append("deleted")
+                if kind == "DELETED"
+                else (obj.get("spec") or {}).get("shutdown") and seen.append(f"shutdown {obj['spec']['shutdown']}")
+            )
+        )
+    )
 
     async def scenario():
         trigger = _trigger(ns, wf)
@@ -75,11 +87,13 @@ def test_user_kill_while_deferred_stops_and_deletes_everything(sandbox, submitte
         task.cancel()  # the triggerer cancels the trigger, then calls on_kill for a user kill
         with pytest.raises(asyncio.CancelledError):
             await task
+        assert phase_of(sandbox.api, "vcjobs", "traced", ns) == "Running"  # the kill, not the job's end, stops it
         await trigger.on_kill()
 
     asyncio.run(scenario())
     left, seconds = leftovers(sandbox, ns)
     reliability("R4 on_kill while deferred", objects_left=left, cleanup_seconds=seconds)
+    assert seen and seen[0] == "shutdown Terminate" and seen[-1] == "deleted", seen  # stopped, then deleted
     assert left == 0
 
 
