@@ -42,6 +42,11 @@ SCENARIOS = [
         f"{_TRIGGER}::test_triggerer_restart_resumes_without_repeating_or_losing_lines",
     ),
     Scenario(
+        "R1",
+        "triggerer killed hard mid-stream",
+        f"{_TRIGGER}::test_triggerer_killed_hard_loses_nothing_and_repeats_only_what_it_had_shown",
+    ),
+    Scenario(
         "R2", "API server restart mid-run", f"{_TRIGGER}::test_api_server_restart_mid_run_loses_and_repeats_nothing"
     ),
     Scenario(

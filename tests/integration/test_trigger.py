@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import json
 
 import pytest
 
@@ -119,6 +120,46 @@ def test_triggerer_restart_resumes_without_repeating_or_losing_lines(sandbox, su
     assert event.payload["status"] == "success", event.payload
     steps = [line for line in shown if line.startswith("step ")]
     assert steps == [f"step {i}" for i in range(40)]  # every line, once, in order
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("submitted", [{"rate": 4, "duration": 12}], indirect=True)
+def test_triggerer_killed_hard_loses_nothing_and_repeats_only_what_it_had_shown(sandbox, submitted, reliability):
+    """A triggerer killed with SIGKILL saves nothing on its way out: the next one resumes from the Workflow's last
+    cursor save (every 120 s), so it repeats what the killed one showed since then, and loses nothing.
+    """
+    import subprocess
+    import sys
+
+    ns, wf = submitted
+    command = [
+        sys.executable,
+        "-m",
+        "tests.integration.trigger_probe",
+        ns,
+        wf["metadata"]["name"],
+        "traced",
+        "--stream",
+    ]
+    killed = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    first: list[str] = []
+    for line in killed.stdout:  # the first process's task log, until 10 lines of the master were shown
+        if line.startswith("LINE step "):
+            first.append(line[5:].rstrip("\n"))
+            if len(first) == 10:
+                break
+    killed.kill()  # SIGKILL: no cancellation, no shielded save
+    killed.wait(30)
+    second = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr[-3000:]
+    resumed = [line[5:] for line in second.stdout.splitlines() if line.startswith("LINE step ")]
+    expected = [f"step {i}" for i in range(40)]
+    shown = first + resumed
+    _record(reliability, "R1 triggerer killed hard (SIGKILL) mid-stream", sandbox, ns, wf, shown)
+    assert json.loads(second.stdout.splitlines()[-1])["status"] == "success"
+    assert set(shown) == set(expected)  # nothing lost
+    assert resumed == sorted(resumed, key=lambda s: int(s.split()[1]))  # in order after the restart
+    assert len(shown) - len(set(shown)) <= len(first)  # repeats: at most what the killed trigger had shown
 
 
 def _record(reliability, scenario: str, sandbox, ns: str, wf: dict, shown: list[str]) -> None:

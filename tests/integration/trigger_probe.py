@@ -1,9 +1,11 @@
 """Run ``ArgoWorkflowTrigger`` in a process of its own (as a triggerer would) and report what it delivered.
 
-``python -m tests.integration.trigger_probe NAMESPACE WORKFLOW JOB`` prints one JSON object: the event status,
-how many log lines arrived, whether the numbered lines (``<tag>-<7 digits>``) came complete and in order, how
-many lines of 64 KiB or more arrived intact, and the process's RSS at its first line (connected, all imported)
-and at its peak (KiB). The connection comes from ``AIRFLOW_CONN_KUBERNETES_DEFAULT``.
+``python -m tests.integration.trigger_probe NAMESPACE WORKFLOW JOB [--stream]`` prints one JSON object: the event
+status, how many log lines arrived, whether the numbered lines (``<tag>-<7 digits>``) came complete and in order,
+how many lines of 64 KiB or more arrived intact, and the process's RSS at its first line (connected, all imported)
+and at its peak (KiB). With ``--stream`` it first prints every task-log line as it comes (``LINE <text>``), so
+that a test can kill it mid-stream as a node loss or the OOM killer would. The connection comes from
+``AIRFLOW_CONN_KUBERNETES_DEFAULT``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ def _status_kib(field: str) -> int:
         return next(int(line.split()[1]) for line in status if line.startswith(f"{field}:"))
 
 
-def main(namespace: str, workflow: str, job: str) -> dict:
+def main(namespace: str, workflow: str, job: str, stream: bool = False) -> dict:
     from airflow_provider_volcano_argo.models.follow import FollowSpec
     from airflow_provider_volcano_argo.triggers.argo_workflow import ArgoWorkflowTrigger
 
@@ -28,6 +30,8 @@ def main(namespace: str, workflow: str, job: str) -> dict:
 
     def emit(message: str, *args) -> None:
         text = message % args if args else message
+        if stream:
+            print("LINE", text, flush=True)
         if not seen["lines"]:  # connected, everything imported: the baseline for growth
             seen["rss_start"] = _status_kib("VmRSS")
         seen["lines"] += 1
@@ -58,4 +62,4 @@ def main(namespace: str, workflow: str, job: str) -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(*sys.argv[1:4])))
+    print(json.dumps(main(*sys.argv[1:4], stream="--stream" in sys.argv[4:])))
