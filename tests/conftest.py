@@ -60,3 +60,28 @@ def airflow_db() -> Path:
     """A migrated Airflow metadata database (SQLite) in the isolated Airflow home."""
     subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True, capture_output=True)
     return _AIRFLOW_HOME
+
+
+#: Everything pytest captured for each test of the session, unit, sandbox and integration tests alike (logs,
+#: output, failure reports), plus what tests hand over themselves (``keep_for_secret_scan``): R13 searches it.
+CAPTURED_TEXTS = pytest.StashKey[list]()
+_session_config: pytest.Config | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _session_config
+    _session_config = config
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    texts = [content for _, content in report.sections]
+    if report.longrepr is not None:
+        texts.append(report.longreprtext)
+    if texts:
+        keep_for_secret_scan(*texts)
+
+
+def keep_for_secret_scan(*texts: str) -> None:
+    """Add output a test read itself (a trigger's task log, a subprocess's output) to what R13 searches."""
+    if _session_config is not None:
+        _session_config.stash.setdefault(CAPTURED_TEXTS, []).extend(texts)

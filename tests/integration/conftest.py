@@ -95,26 +95,6 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
             terminalreporter.write_line(f"{len(bad)} reliability rows failed: {', '.join(r.scenario for r in bad)}")
 
 
-#: Everything pytest captured for each test (logs, output, failure reports): R13 searches it for secrets.
-CAPTURED_TEXTS = pytest.StashKey[list]()
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    texts = report_texts = [content for _, content in report.sections]
-    if report.longrepr is not None:
-        report_texts.append(report.longreprtext)
-    if texts and _session_config is not None:
-        _session_config.stash.setdefault(CAPTURED_TEXTS, []).extend(texts)
-
-
-_session_config: pytest.Config | None = None
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    global _session_config
-    _session_config = config
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The secret scan (R13) runs last, over what every other test of the session wrote."""
     items.sort(key=lambda item: item.name.startswith("test_r13"))

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from airflow_provider_volcano_argo import templates
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
+from tests.conftest import keep_for_secret_scan
 from tests.integration.helpers import run_dag, wait_for
 from tests.integration.reliability import leftovers, objects_left
 
@@ -247,6 +248,7 @@ def _probe(sandbox, namespace: str, job: str, count: int) -> dict:
         text=True,
         timeout=900,
     )
+    keep_for_secret_scan(probe.stdout, probe.stderr)
     assert probe.returncode == 0, probe.stderr[-3000:]
     return json.loads(probe.stdout.strip().splitlines()[-1])
 
@@ -280,13 +282,14 @@ def test_r12_a_huge_log_arrives_complete_in_order_with_bounded_trigger_memory(sa
 def test_r13_no_token_or_kubeconfig_secret_in_any_task_log_or_error(
     sandbox, mpi_namespace, caplog, capfd, reliability, request
 ):
-    """Runs last (conftest): searches every log and failure report of the session, plus a Forbidden failure of
-    its own, for the sandbox's tokens in any form.
+    """Runs last (conftest): searches every log and failure report of the session (unit tests, the sandbox's
+    tests, trigger task logs the tests read themselves, subprocess output), plus a Forbidden failure of its own,
+    for the sandbox's tokens in any form.
     """
     import base64
 
+    from tests.conftest import CAPTURED_TEXTS
     from tests.dags.mpi_test_dags import mpi_hostile as plain
-    from tests.integration.conftest import CAPTURED_TEXTS
     from tests.integration.helpers import CAPTURED_LOGS
 
     sandbox.set_airflow_rules([], mpi_namespace)  # an API error whose text could carry credentials

@@ -12,6 +12,7 @@ from airflow_provider_volcano_argo import templates
 from airflow_provider_volcano_argo.models.follow import FollowSpec
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
 from airflow_provider_volcano_argo.triggers.argo_workflow import ArgoWorkflowTrigger
+from tests.conftest import keep_for_secret_scan
 from tests.integration.helpers import phase_of, submit_from_template, wait_for
 from tests.integration.reliability import leftovers
 
@@ -151,6 +152,7 @@ def test_triggerer_killed_hard_loses_nothing_and_repeats_only_what_it_had_shown(
     killed.kill()  # SIGKILL: no cancellation, no shielded save
     killed.wait(30)
     second = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    keep_for_secret_scan("\n".join(first), second.stdout, second.stderr)
     assert second.returncode == 0, second.stderr[-3000:]
     resumed = [line[5:] for line in second.stdout.splitlines() if line.startswith("LINE step ")]
     expected = [f"step {i}" for i in range(40)]
@@ -164,6 +166,7 @@ def test_triggerer_killed_hard_loses_nothing_and_repeats_only_what_it_had_shown(
 
 def _record(reliability, scenario: str, sandbox, ns: str, wf: dict, shown: list[str]) -> None:
     """Count the 40 lines, then delete the Workflow as the operator would and time the garbage collection."""
+    keep_for_secret_scan("\n".join(shown))
     steps = [line for line in shown if line.startswith("step ")]
     expected = {f"step {i}" for i in range(40)}
     sandbox.api.delete("workflows", wf["metadata"]["name"], ns)
