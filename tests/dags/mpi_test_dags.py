@@ -76,10 +76,17 @@ with DAG("test_mpi_named", schedule=None, start_date=START, params=PARAMS) as mp
 class OverriddenMPI(VolcanoMPIJobOperator):
     """Takes any of its fields, with their native types, from ``params.overrides``: the hostile-input scenario."""
 
-    def execute(self, context):
+    def _override(self, context) -> None:
         for field, value in (context["params"].get("overrides") or {}).items():
             setattr(self, field, value)
+
+    def execute(self, context):
+        self._override(context)
         return super().execute(context)
+
+    def execute_complete(self, context, event):
+        self._override(context)  # the task resumes in a new operator after deferral
+        return super().execute_complete(context, event)
 
 
 with DAG(

@@ -158,15 +158,15 @@ def run_dag(dag, caplog, capfd, **conf) -> tuple[dict, str]:
     return states, log
 
 
-def xcom_result(dag_id: str, task_id: str) -> Any:
-    """The latest ``return_value`` XCom of ``dag_id.task_id``."""
+def xcom_result(dag_id: str, task_id: str, key: str = "return_value") -> Any:
+    """The latest XCom ``key`` (default ``return_value``) of ``dag_id.task_id``."""
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
 
     with create_session() as session:
         row = (
             session.query(XComModel)
-            .filter(XComModel.dag_id == dag_id, XComModel.task_id == task_id, XComModel.key == "return_value")
+            .filter(XComModel.dag_id == dag_id, XComModel.task_id == task_id, XComModel.key == key)
             .order_by(XComModel.timestamp.desc())
             .first()
         )

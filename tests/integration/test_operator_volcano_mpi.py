@@ -227,3 +227,48 @@ def test_name_taken_by_another_task_instance_is_not_adopted(sandbox, mpi_namespa
     assert "already exists" in log and "belongs to another task instance" in log
     kept = sandbox.api.get("workflows", "nightly-mpi", mpi_namespace)
     assert kept["metadata"]["labels"]["airflow.apache.org/dag-id"] == "someone-else"  # left alone
+
+
+def test_the_operators_settings_reach_the_workflow_and_the_volcano_job(sandbox, mpi_namespace, caplog, capfd):
+    """master_after_workers, slots_per_worker, priority_class, labels, parameters, stream_logs=False, argo_base_url
+    and on_finish_action=keep_workflow, in one run: each checked on the objects created, not on the log.
+    """
+    from tests.dags.mpi_test_dags import mpi_overrides
+
+    sandbox.apply(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": f"mpi-high-{mpi_namespace}"},
+            "value": 1000,
+        }
+    )
+    overrides = {
+        "workflow_template": "volcano-mpi-master-after-workers",
+        "master_after_workers": True,
+        "workers": 2,
+        "slots_per_worker": 2,
+        "priority_class": f"mpi-high-{mpi_namespace}",
+        "labels": {"team": "hpc"},
+        "parameters": {"extra": "kept"},
+        "stream_logs": False,
+        "argo_base_url": "https://argo.example.com/",
+        "on_finish_action": "keep_workflow",
+    }
+    states, log = run_dag(mpi_overrides, caplog, capfd, namespace=mpi_namespace, overrides=overrides)
+    assert states == {"mpi": "success"}, log[-3000:]
+    [wf] = sandbox.api.list("workflows", mpi_namespace)["items"]  # kept
+    assert wf["metadata"]["labels"]["team"] == "hpc"
+    assert wf["spec"]["workflowTemplateRef"]["name"] == "volcano-mpi-master-after-workers"
+    arguments = {p["name"]: p["value"] for p in wf["spec"]["arguments"]["parameters"]}
+    assert arguments["extra"] == "kept" and arguments["np"] == "4" and arguments["min-available"] == "2"
+    [job] = sandbox.api.list("vcjobs", mpi_namespace)["items"]  # kept with its Workflow
+    assert job["status"]["state"]["phase"] == "Completed"
+    assert job["spec"]["priorityClassName"] == f"mpi-high-{mpi_namespace}" and job["spec"]["minAvailable"] == 2
+    master = next(t for t in job["spec"]["tasks"] if t["name"] == "mpimaster")
+    assert master["dependsOn"]["name"] == ["mpiworker"]
+    assert "-np 4" in str(master["template"]["spec"]["containers"][0])
+    assert "----- log of" not in log and "Hello world" not in log  # stream_logs=False
+    url = xcom_result("test_mpi_overrides", "mpi", key="_link_ArgoWorkflowLink")
+    assert url == f"https://argo.example.com/workflows/{mpi_namespace}/{wf['metadata']['name']}"
+    sandbox.api.delete("workflows", wf["metadata"]["name"], mpi_namespace)

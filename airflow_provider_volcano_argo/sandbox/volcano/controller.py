@@ -190,7 +190,9 @@ class VolcanoJobController(Controller):
         pods = self.actions.current_pods(job)
         if phase in TERMINAL:
             self.actions.kill(job, status, pods, retain_finished=True)
-        elif phase == "Pending":
+        elif phase in ("Pending", "Running"):
+            # pending.go and running.go both SyncJob: a task whose dependsOn was not met yet gets its pods while
+            # the job runs (volcano-mpi-master-after-workers: the master, once the workers are Running)
             self.actions.ensure_group_and_plugins(job, status)
             if self.actions.group_admitted(job):
                 self.actions.create_pods(job, status, pods)
