@@ -20,6 +20,16 @@ def ns(sandbox, sandbox_namespace, airflow_db, monkeypatch):
     return sandbox_namespace
 
 
+def _one_step_workflow(name: str) -> dict:
+    """Return a Workflow of one container step (its container is named ``main``, as Argo names it)."""
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {"name": name},
+        "spec": {"entrypoint": "main", "templates": [{"name": "main", "container": {"image": "busybox"}}]},
+    }
+
+
 def _later(seconds: float, action) -> threading.Thread:
     thread = threading.Thread(target=lambda: (time.sleep(seconds), action()))
     thread.start()
@@ -71,13 +81,7 @@ def test_job_sensor_times_out_and_soft_fail_skips(sandbox, ns, caplog, capfd):
 
 
 def test_workflow_sensor(sandbox, ns, caplog, capfd):
-    wf = {
-        "apiVersion": "argoproj.io/v1alpha1",
-        "kind": "Workflow",
-        "metadata": {"name": "outside-wf"},
-        "spec": {"entrypoint": "main", "templates": [{"name": "main", "container": {"image": "busybox"}}]},
-    }
-    sandbox.api.create("workflows", wf, ns)
+    sandbox.api.create("workflows", _one_step_workflow("outside-wf"), ns)
     states, log = run_dag(dags.workflow_sensor, caplog, capfd, namespace=ns, name="outside-wf")
     assert states == {"wait": "success"}, log[-2000:]
 
@@ -108,13 +112,7 @@ def test_job_sensor_fails_at_once_when_the_job_it_saw_is_deleted(sandbox, ns, ca
 
 def test_workflow_sensor_fails_on_a_failed_workflow(sandbox, ns, caplog, capfd):
     sandbox.kubelet.programs.script(ScriptedProgram(lines=["bad"], exit_code=1), namespace=ns, container="main")
-    wf = {
-        "apiVersion": "argoproj.io/v1alpha1",
-        "kind": "Workflow",
-        "metadata": {"name": "failing-wf"},
-        "spec": {"entrypoint": "main", "templates": [{"name": "main", "container": {"image": "busybox"}}]},
-    }
-    sandbox.api.create("workflows", wf, ns)
+    sandbox.api.create("workflows", _one_step_workflow("failing-wf"), ns)
     try:
         states, log = run_dag(dags.workflow_sensor, caplog, capfd, namespace=ns, name="failing-wf")
     finally:
