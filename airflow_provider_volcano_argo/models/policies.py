@@ -57,6 +57,11 @@ class CleanupSteps:
     stop: bool
     delete: bool
 
+    @property
+    def needed(self) -> bool:
+        """Tell whether there is anything to do (``keep_workflow``: nothing)."""
+        return self.stop or self.delete
+
 
 def finish_steps(action: OnFinishAction | str, succeeded: bool) -> CleanupSteps:
     """Return the clean-up after a run ended; a kept failed Workflow is still stopped, for inspection."""

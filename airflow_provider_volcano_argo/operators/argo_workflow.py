@@ -303,7 +303,7 @@ class ArgoWorkflowTemplateOperator(KubernetesConnectionFields, BaseOperator):
             self._clean_up(finish_steps(self.on_finish_action, succeeded))
 
     def _clean_up(self, steps: CleanupSteps) -> None:
-        if self._followed is None:
+        if self._followed is None or not steps.needed:
             return
         name, namespace = self._followed
         if self.hook.clean_up_workflow(name, namespace, steps):

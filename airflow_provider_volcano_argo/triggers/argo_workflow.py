@@ -71,7 +71,7 @@ class ArgoWorkflowTrigger(BaseTrigger):
 
     async def _stop_and_delete(self) -> None:
         steps = kill_steps(self.on_kill_action)
-        if not steps.stop:
+        if not steps.needed:
             return
         name, namespace = self.spec["workflow_name"], self.spec["namespace"]
         self.log.info("Stopping Argo Workflow %s in %s (%s).", name, namespace, self.on_kill_action)
@@ -91,7 +91,7 @@ class ArgoWorkflowTrigger(BaseTrigger):
         Before Airflow 3.3 (no ``on_kill``), a kill is told apart from a restart as KubernetesPodTrigger does:
         only when the task instance is no longer DEFERRED.
         """
-        if AIRFLOW_V_3_3_PLUS or self._fired or not kill_steps(self.on_kill_action).stop:
+        if AIRFLOW_V_3_3_PLUS or self._fired or not kill_steps(self.on_kill_action).needed:
             return
         try:
             if await self._task_state() == "deferred":

@@ -39,6 +39,7 @@ def test_finish_steps(action, succeeded, steps):
 )
 def test_kill_steps(action, steps):
     assert kill_steps(action) == steps
+    assert steps.needed is (action != "keep_workflow")
 
 
 def test_a_bad_action_is_refused_naming_the_field_and_the_choices():
