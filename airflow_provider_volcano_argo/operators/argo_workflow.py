@@ -158,6 +158,7 @@ class ArgoWorkflowTemplateOperator(KubernetesConnectionFields, BaseOperator):
         self.config_file = config_file
         self.in_cluster = in_cluster
         self._followed: tuple[str, str] | None = None
+        self._killed = False
 
     # -- pieces subclasses refine --------------------------------------------------------------------------
     def workflow_parameters(self, context: Any) -> dict[str, str]:
@@ -300,7 +301,8 @@ class ArgoWorkflowTemplateOperator(KubernetesConnectionFields, BaseOperator):
             self.log.info("%s", event["message"])
             return result
         finally:
-            self._clean_up(finish_steps(self.on_finish_action, succeeded))
+            if not self._killed:  # blocking mode goes on after on_kill: the kill's policy stands, not the finish's
+                self._clean_up(finish_steps(self.on_finish_action, succeeded))
 
     def _clean_up(self, steps: CleanupSteps) -> None:
         if self._followed is None or not steps.needed:
@@ -311,6 +313,7 @@ class ArgoWorkflowTemplateOperator(KubernetesConnectionFields, BaseOperator):
 
     def on_kill(self) -> None:
         """Stop the Workflow, then delete it per policy (killed in the worker: blocking mode or before deferral)."""
+        self._killed = True
         self._clean_up(kill_steps(self.on_kill_action))
 
 

@@ -99,6 +99,45 @@ def test_user_kill_while_deferred_stops_and_deletes_everything(sandbox, submitte
     assert left == 0
 
 
+@pytest.mark.parametrize(
+    ("submitted", "on_kill_action", "expected"),
+    [
+        ({"rate": 10, "duration": 600}, "stop_workflow", ["shutdown Terminate"]),
+        ({"rate": 10, "duration": 600}, "keep_workflow", []),
+    ],
+    indirect=["submitted"],
+)
+def test_user_kill_while_deferred_follows_on_kill_action(sandbox, submitted, on_kill_action, expected):
+    ns, wf = submitted
+    seen: list[str] = []
+    sandbox.cluster.informer("workflows").subscribe(
+        lambda kind, obj, old: (
+            obj["metadata"]["namespace"] == ns
+            and (kind == "DELETED" or (obj.get("spec") or {}).get("shutdown"))
+            and seen.append("deleted" if kind == "DELETED" else f"shutdown {obj['spec']['shutdown']}")
+        )
+    )
+    trigger = ArgoWorkflowTrigger(**{**_trigger(ns, wf).serialize()[1], "on_kill_action": on_kill_action})
+
+    async def scenario():
+        task = asyncio.create_task(trigger.run().__anext__())
+        await asyncio.to_thread(wait_for, lambda: phase_of(sandbox.api, "vcjobs", "traced", ns) == "Running", 60)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await trigger.on_kill()
+
+    asyncio.run(scenario())
+    kept = sandbox.api.get("workflows", wf["metadata"]["name"], ns)  # neither policy deletes, nor asks to
+    assert list(dict.fromkeys(seen)) == expected, seen
+    assert kept["spec"].get("shutdown") == ("Terminate" if expected else None)
+    assert "deletionTimestamp" not in kept["metadata"]
+    if not expected:  # keep_workflow: the run goes on untouched
+        assert phase_of(sandbox.api, "workflows", wf["metadata"]["name"], ns) == "Running"
+    sandbox.api.delete("workflows", wf["metadata"]["name"], ns)
+    assert leftovers(sandbox, ns)[0] == 0
+
+
 @pytest.mark.reliability
 def test_triggerer_restart_resumes_without_repeating_or_losing_lines(sandbox, submitted, reliability):
     ns, wf = submitted
