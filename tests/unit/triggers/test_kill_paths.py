@@ -1,0 +1,86 @@
+"""When the trigger stops the Workflow: ``on_kill`` (a user kill, Airflow >= 3.3) and, before 3.3, ``cleanup`` only
+once the task instance is no longer deferred; a triggerer restart or a fired event never touch it (hook faked).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from airflow_provider_volcano_argo.models.follow import FollowSpec
+from airflow_provider_volcano_argo.models.policies import CleanupSteps
+from airflow_provider_volcano_argo.triggers import argo_workflow
+
+
+class FakeHook:
+    """Records the clean-ups asked for."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, CleanupSteps]] = []
+
+    async def clean_up_workflow(self, name: str, namespace: str, steps: CleanupSteps) -> bool:
+        self.calls.append((name, namespace, steps))
+        return steps.delete
+
+
+def _trigger(monkeypatch, on_kill_action: str = "delete_workflow", task_state=None, airflow_3_3: bool = True):
+    spec = FollowSpec(namespace="ns", workflow_name="wf", job_name="job")
+    trigger = argo_workflow.ArgoWorkflowTrigger(spec=spec.to_dict(), on_kill_action=on_kill_action)
+    hook = FakeHook()
+    monkeypatch.setattr(trigger, "hook", lambda: hook)
+    monkeypatch.setattr(argo_workflow, "AIRFLOW_V_3_3_PLUS", airflow_3_3)
+
+    async def state():
+        if isinstance(task_state, Exception):
+            raise task_state
+        return task_state
+
+    monkeypatch.setattr(trigger, "_task_state", state)
+    return trigger, hook
+
+
+@pytest.mark.parametrize(
+    ("action", "steps"),
+    [
+        ("delete_workflow", [CleanupSteps(stop=True, delete=True)]),
+        ("stop_workflow", [CleanupSteps(stop=True, delete=False)]),
+        ("keep_workflow", []),
+    ],
+)
+def test_on_kill_applies_the_policy_unless_the_event_fired(monkeypatch, action, steps):
+    trigger, hook = _trigger(monkeypatch, action)
+    asyncio.run(trigger.on_kill())
+    assert hook.calls == [("wf", "ns", s) for s in steps]
+    fired, hook = _trigger(monkeypatch, action)
+    fired._fired = True  # the run ended and its event is on its way: execute_complete cleans up
+    asyncio.run(fired.on_kill())
+    assert hook.calls == []
+
+
+def test_cleanup_never_stops_anything_on_airflow_3_3(monkeypatch):
+    trigger, hook = _trigger(monkeypatch, task_state="failed", airflow_3_3=True)
+    asyncio.run(trigger.cleanup())  # runs on every restart too; a kill reaches on_kill instead
+    assert hook.calls == []
+
+
+@pytest.mark.parametrize(
+    ("task_state", "stopped"),
+    [
+        ("deferred", False),  # a triggerer restart: the next triggerer follows on
+        ("failed", True),  # marked failed by a user
+        ("up_for_retry", True),
+        (RuntimeError("API server unreachable"), False),  # unknown: never destroy work on a guess
+    ],
+)
+def test_before_airflow_3_3_cleanup_stops_only_a_task_no_longer_deferred(monkeypatch, task_state, stopped):
+    trigger, hook = _trigger(monkeypatch, task_state=task_state, airflow_3_3=False)
+    asyncio.run(trigger.cleanup())
+    assert hook.calls == ([("wf", "ns", CleanupSteps(stop=True, delete=True))] if stopped else [])
+
+
+def test_before_airflow_3_3_cleanup_after_the_event_fired_does_nothing(monkeypatch):
+    trigger, hook = _trigger(monkeypatch, task_state="success", airflow_3_3=False)
+    trigger._fired = True
+    asyncio.run(trigger.cleanup())
+    assert hook.calls == []
