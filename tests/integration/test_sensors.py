@@ -59,13 +59,12 @@ def test_job_sensor_fails_fast_on_a_failing_phase(sandbox, ns, caplog, capfd):
     )
     sandbox.api.create("vcjobs", job, ns)
     try:
-        started = time.monotonic()
         states, log = run_dag(dags.test_job_sensor_deferred, caplog, capfd, namespace=ns, name="doomed")
     finally:
         sandbox.kubelet.programs.clear()
     assert states == {"wait": "failed"}
-    assert f"volcano job {ns}/doomed reached failing phase Terminated" in log
-    assert time.monotonic() - started < 50  # well before the sensor's 60 s timeout
+    # at the phase, not at the sensor's 60 s timeout (which fails it "still ... after 60 s")
+    assert f"volcano job {ns}/doomed reached failing phase Terminated" in log and "after 60 s" not in log
 
 
 def test_job_sensor_times_out_and_soft_fail_skips(sandbox, ns, caplog, capfd):
@@ -100,14 +99,12 @@ def test_job_sensor_fails_at_once_when_the_job_it_saw_is_deleted(sandbox, ns, ca
     deleter = threading.Thread(target=delete_when_running)
     deleter.start()
     try:
-        started = time.monotonic()
         states, log = run_dag(dags.test_job_sensor_deferred, caplog, capfd, namespace=ns, name="deleted-job")
     finally:
         deleter.join(90)
         sandbox.kubelet.programs.clear()
     assert states == {"wait": "failed"}, log[-2000:]
-    assert f"volcano job {ns}/deleted-job does not exist (deleted?)" in log
-    assert time.monotonic() - started < 50  # at the deletion, well before the sensor's 60 s timeout
+    assert f"volcano job {ns}/deleted-job does not exist (deleted?)" in log and "after 60 s" not in log
 
 
 def test_workflow_sensor_fails_on_a_failed_workflow(sandbox, ns, caplog, capfd):

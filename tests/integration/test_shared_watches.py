@@ -68,7 +68,11 @@ def test_subscribers_share_one_paged_list_and_watch_and_see_only_their_objects(s
         await asyncio.to_thread(sandbox.api.create, "pods", _pod("j2-mpimaster-1", "j2"), ns)
         while ("ADDED", ["j2-mpimaster-1"]) not in seen["j2"]:
             await asyncio.sleep(0.05)
-        await asyncio.sleep(1.0)  # time for a wrongly routed event to show up elsewhere
+        # a barrier instead of a wait: one watch delivers in order, so once j4 has its own new pod, j2's event was
+        # handed to every subscriber it was ever going to reach
+        await asyncio.to_thread(sandbox.api.create, "pods", _pod("j4-mpimaster-1", "j4"), ns)
+        while ("ADDED", ["j4-mpimaster-1"]) not in seen["j4"]:
+            await asyncio.sleep(0.05)
         ended = [task for task in tasks if task.done()]  # a subscriber that failed, before the cancel
         for task in tasks:
             task.cancel()

@@ -52,16 +52,21 @@ def test_one_set_of_slots_per_event_loop(monkeypatch):
 
 
 class FakeContainer:
-    """A container printing ``lines`` at ``every`` seconds, then ending."""
+    """A container printing ``lines`` at ``every`` seconds, then ending; from line ``hold_at`` on it prints only
+    once ``until()`` holds (a scenario's order, not its timing, decides what the test sees).
+    """
 
-    def __init__(self, lines: int, every: float):
+    def __init__(self, lines: int, every: float, hold_at: int = 0, until=lambda: True):
         self.lines: list[bytes] = []
         self.total, self.every = lines, every
+        self.hold_at, self.until = hold_at, until
         self.finished = False
 
     async def run(self) -> None:
         for i in range(self.total):
             await asyncio.sleep(self.every)
+            while i >= self.hold_at and not self.until():
+                await asyncio.sleep(0.01)
             now = time.time_ns()  # one reading: seconds and fraction from two could go back across a second
             stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now // 10**9)) + f".{now % 10**9:09d}Z"
             self.lines.append(f"{stamp} line {i}\n".encode())
@@ -88,7 +93,11 @@ class FakeHook:
 
 
 def test_a_log_beyond_the_limit_is_read_every_interval_then_followed_when_a_slot_frees():
-    containers = {"short": FakeContainer(20, 0.03), "long": FakeContainer(30, 0.05)}
+    short = FakeContainer(20, 0.01)
+    # "long" prints its first 10 lines while "short" holds the one slot, and the rest only once it is followed:
+    # if the freed slot were never taken, it would never end and the test would time out
+    long = FakeContainer(30, 0.01, hold_at=10, until=lambda: short.finished and ("long", True) in hook.reads)
+    containers = {"short": short, "long": long}
     hook = FakeHook(containers)
     slots = FollowedLogSlots(1, 0.2)
     shown: dict[str, list[str]] = {"short": [], "long": []}
@@ -110,7 +119,7 @@ def test_a_log_beyond_the_limit_is_read_every_interval_then_followed_when_a_slot
     assert "max_followed_logs" in notice and "every 0.2 s" in notice
     assert lines == [f"line {i}" for i in range(30)]
     long_reads = [follow for pod, follow in hook.reads if pod == "long"]
-    assert long_reads[0] is False  # the one slot was taken (and a first read waits at most one interval)
+    assert long_reads[0] is False  # the one slot was taken ("short" started first)
     assert True in long_reads  # followed once "short" had ended
     assert [follow for pod, follow in hook.reads if pod == "short"][0] is True
     assert slots.held == 0

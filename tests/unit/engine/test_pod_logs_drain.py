@@ -63,11 +63,16 @@ def test_a_stalled_stream_is_cancelled_after_the_idle_limit_while_others_finish(
 
 
 def test_deleted_objects_bound_the_drain_in_all_even_while_lines_arrive(short_drain):
-    async def scenario():
-        forwarder, (task,) = _forwarder(_steady)
-        await asyncio.wait_for(forwarder.drain(deleted=True), 10)
-        return forwarder, task
+    async def endless(stream: InstanceStream) -> None:  # never ends and never idles: only the bound stops it
+        while True:
+            await asyncio.sleep(0.01)
+            stream.lines_emitted += 1
 
-    forwarder, task = asyncio.run(scenario())
-    assert task.cancelled()
-    assert 0 < forwarder.lines_emitted < 20
+    async def scenario():
+        forwarder, (task,) = _forwarder(endless)
+        while not forwarder.lines_emitted:
+            await asyncio.sleep(0.01)
+        await asyncio.wait_for(forwarder.drain(deleted=True), 10)  # returns: the bound, not the stream, ended it
+        return task
+
+    assert asyncio.run(scenario()).cancelled()
