@@ -139,6 +139,65 @@ def example_dag(dag_id: str):
     return bag.dags[dag_id]
 
 
+def unpause(dag_id: str) -> None:
+    """Unpause ``dag_id`` as a user would: the scheduler queues asset events only for unpaused DAGs. The DAG
+    folder is written to the metadata database first, as the DAG processor (or ``dag.test()``) writes it.
+    """
+    from airflow.dag_processing.bundles.manager import DagBundlesManager
+    from airflow.dag_processing.dagbag import BundleDagBag, sync_bag_to_db
+    from airflow.models.dag import DagModel
+    from airflow.utils.session import create_session
+
+    manager = DagBundlesManager()
+    with create_session() as session:
+        manager.sync_bundles_to_db(session=session)
+    bundle = manager.get_bundle("example-dags")
+    bundle.initialize()
+    bag = BundleDagBag(dag_folder=bundle.path, bundle_path=bundle.path, bundle_name=bundle.name)
+    sync_bag_to_db(bag, bundle.name, bundle.version)
+    with create_session() as session:
+        updated = session.query(DagModel).filter(DagModel.dag_id == dag_id).update({DagModel.is_paused: False})
+    assert updated == 1, f"{dag_id} is not in the example-dags bundle"
+
+
+def scheduler_creates_asset_triggered_run(dag_id: str):
+    """Run the scheduler's DAG-run creation step once; return the asset-triggered run it made for ``dag_id``."""
+    from airflow.jobs.job import Job
+    from airflow.jobs.scheduler_job_runner import SchedulerJobRunner
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    from airflow.utils.sqlalchemy import prohibit_commit
+    from airflow.utils.types import DagRunType
+    from sqlalchemy import select
+    from sqlalchemy.orm import selectinload
+
+    runner = SchedulerJobRunner(job=Job())
+    with create_session() as session:
+        with prohibit_commit(session) as guard:
+            runner._create_dagruns_for_dags(guard, session)
+        found = session.scalars(
+            select(DagRun)
+            .where(DagRun.dag_id == dag_id, DagRun.run_type == DagRunType.ASSET_TRIGGERED)
+            .options(selectinload(DagRun.consumed_asset_events))
+            .order_by(DagRun.id.desc())
+        ).first()
+        assert found is not None, f"the scheduler created no asset-triggered run of {dag_id}"
+        session.expunge_all()
+        return found
+
+
+def run_task_of(dag_run, task) -> str:
+    """Run ``task`` of ``dag_run`` in this process as ``dag.test()`` does; return the task instance's state."""
+    from airflow.sdk.definitions.dag import _run_task
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        ti = session.merge(dag_run).get_task_instance(task.task_id, session=session)
+        session.expunge(ti)
+    _run_task(ti=ti, task=task)
+    return ti.state
+
+
 #: Every log ``run_dag`` captured in this session (R13 searches them for secrets).
 CAPTURED_LOGS: list[str] = []
 

@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.helpers import example_dag, run_dag, wait_for, xcom_result
+from tests.integration.helpers import (
+    example_dag,
+    run_dag,
+    run_task_of,
+    scheduler_creates_asset_triggered_run,
+    unpause,
+    wait_for,
+    xcom_result,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -19,15 +27,13 @@ def test_hello_world_puts_every_rank_in_the_task_log(sandbox, mpi_namespace, cap
         assert f"rank {rank} out of 2 processors" in log
 
 
-def test_nightly_pipeline_sizes_the_run_from_xcom_and_records_the_asset_event(
-    sandbox,
-    mpi_namespace,
-    caplog,
-    capfd,
+def test_nightly_pipeline_sizes_the_run_from_xcom_and_its_asset_event_triggers_the_report(
+    sandbox, mpi_namespace, caplog, capfd
 ):
     from airflow.models.asset import AssetEvent, AssetModel
     from airflow.utils.session import create_session
 
+    unpause("volcano_mpi_nightly_report")
     dag = example_dag("volcano_mpi_nightly")
     states, log = run_dag(dag, caplog, capfd, namespace=mpi_namespace)
     assert states == {"extract": "success", "transform": "success", "simulate": "success", "load": "success"}, log[
@@ -44,6 +50,15 @@ def test_nightly_pipeline_sizes_the_run_from_xcom_and_records_the_asset_event(
             .all()
         )
         assert [e.source_task_id for e in events][-1:] == ["simulate"]
+    nightly_run = events[-1].source_run_id
+
+    # volcano_mpi_nightly_report is scheduled on that asset: one scheduler step creates its run from the queued
+    # event, as a deployed scheduler would, and its task names the nightly run that triggered it
+    report_run = scheduler_creates_asset_triggered_run("volcano_mpi_nightly_report")
+    assert [e.source_run_id for e in report_run.consumed_asset_events] == [nightly_run]
+    report = example_dag("volcano_mpi_nightly_report")
+    assert run_task_of(report_run, report.get_task("announce")) == "success"
+    assert xcom_result(report.dag_id, "announce") == [nightly_run]
 
 
 def test_sweep_runs_one_job_per_worker_count_each_with_its_own_name(sandbox, mpi_namespace, caplog, capfd):
