@@ -40,3 +40,22 @@ def test_ensure_template_refuses_a_template_it_does_not_ship_before_any_api_call
     monkeypatch.setattr(VolcanoMPIJobOperator, "hook", property(lambda self: pytest.fail("no API call expected")))
     with pytest.raises(InvalidParameterError, match="ensure_template: installs only the shipped templates"):
         op.execute(CONTEXT)
+
+
+#: The README's "Templated:" list.
+DOCUMENTED_TEMPLATED = {
+    "job_name", "workers", "slots_per_worker", "image", "mpi_command", "volcano_queue", "min_available", "max_retry",
+    "gpus_per_worker", "rdma_per_worker", "cpu_per_worker", "memory_per_worker", "priority_class",
+    "workflow_template", "workflow_file", "parameters", "namespace", "workflow_name", "labels", "kubernetes_conn_id",
+}  # fmt: skip
+
+
+def test_the_documented_fields_are_rendered_by_jinja_and_no_others():
+    op = VolcanoMPIJobOperator(task_id="mpi", schedule_timeout="{{ v }}", log_task="{{ v }}")
+    for field in DOCUMENTED_TEMPLATED - {"labels", "parameters"}:
+        setattr(op, field, "{{ v }}")
+    op.labels, op.parameters = {"team": "{{ v }}"}, {"mesh": "{{ v }}"}
+    op.render_template_fields({"v": "rendered"})
+    rendered = {field for field in DOCUMENTED_TEMPLATED if "rendered" in str(getattr(op, field))}
+    assert rendered == DOCUMENTED_TEMPLATED
+    assert (op.schedule_timeout, op.log_task) == ("{{ v }}", "{{ v }}")  # documented as not templated
