@@ -10,9 +10,13 @@ from hypothesis import strategies as st
 
 from airflow_provider_volcano_argo.models.names import (
     derive_job_name,
+    derive_name,
     derive_workflow_name,
+    podgroup_name,
     safe_label_value,
+    same_task_instance,
     task_instance_labels,
+    task_instance_selector,
 )
 from airflow_provider_volcano_argo.models.params import (
     InvalidParameterError,
@@ -141,3 +145,237 @@ def test_what_names_the_workflow_is_checked_naming_the_field(namespace, workflow
 
 def test_valid_names_and_labels_pass():
     validate_submission("argo", "nightly.solver-1", {"team": "hpc", "example.com/cost-center": "", "a.b_c": "v-1"})
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"slots_per_worker": 0}, "slots_per_worker: must be a positive integer (got 0)"),
+        ({"queue": "Bad"}, "volcano_queue: must be a DNS-1123 label (lowercase letters, digits, '-') (got 'Bad')"),
+        ({"max_retry": 0}, "max_retry: must be a positive integer (got 0)"),
+        ({"gpus_per_worker": -1}, "gpus_per_worker: must be an integer >= 0 (got -1)"),
+        ({"rdma_per_worker": -1}, "rdma_per_worker: must be an integer >= 0 (got -1)"),
+        (
+            {"memory_per_worker": "1 GB"},
+            "memory_per_worker: must be a Kubernetes quantity such as 500m, 2, 4Gi (got '1 GB')",
+        ),
+        ({"min_available": 0}, "min_available: must be a positive integer (got 0)"),
+        ({"workers": 2, "min_available": 4}, "min_available: must be at most workers + 1 = 3 (got 4)"),
+        ({"master_after_workers": "yes"}, "master_after_workers: must be True or False (got 'yes')"),
+        ({"job_name": "x" * 49}, f"job_name: must be at most 48 characters (got '{'x' * 49}')"),
+        (
+            {"image": "org/UPPER:1"},
+            "image: must be an image reference like registry:5000/org/name:tag (got 'org/UPPER:1')",
+        ),
+        (
+            {"priority_class": "Bad"},
+            "priority_class: must be a DNS-1123 subdomain of at most 253 characters (got 'Bad')",
+        ),
+        (
+            {"mpi_command": "hello; rm -rf /"},
+            "mpi_command: must not contain ';' (it could escape the manifest or shell) (got 'hello; rm -rf /')",
+        ),
+        # words the shell would expand or that are empty: refused though no character of them is forbidden
+        (
+            {"mpi_command": "rm *"},
+            "mpi_command: must be words of letters, digits and -_./=:,+%@~ separated by spaces (got 'rm *')",
+        ),
+        (
+            {"mpi_command": "   "},
+            "mpi_command: must be words of letters, digits and -_./=:,+%@~ separated by spaces (got '   ')",
+        ),
+        (
+            {"mpi_command": "a\tb"},
+            "mpi_command: must not contain control or separator character U+0009 (got 'a\\tb')",
+        ),
+    ],
+)
+def test_each_rule_is_stated_with_the_field_and_the_value(changes, message):
+    with pytest.raises(InvalidParameterError) as err:
+        VolcanoMPIJobParameters(**{"job_name": "ok", **changes}).validate()
+    assert str(err.value) == message
+    assert err.value.rule == message.split(": ", 1)[1].rsplit(" (got ", 1)[0]
+
+
+def test_the_value_shown_in_an_error_is_cut_after_80_characters():
+    def shown(value: str) -> str:
+        with pytest.raises(InvalidParameterError) as err:
+            validate_workflow_parameters({"p": value})
+        return str(err.value).split(" (got ", 1)[1][:-1]
+
+    assert shown(";" + "x" * 77) == repr(";" + "x" * 77)  # a repr of 80 characters is shown whole
+    assert shown(";" + "x" * 78) == repr(";" + "x" * 78)[:80] + "..."
+    assert shown(";" + "x" * 200) == repr(";" + "x" * 200)[:80] + "..."
+
+
+@pytest.mark.parametrize(("value", "code"), [("a\u00a0b", "U+00A0"), ("a\u2028b", "U+2028"), ("a\u200bb", "U+200B")])
+def test_separators_and_format_characters_are_refused_but_a_space_is_not(value, code):
+    with pytest.raises(
+        InvalidParameterError, match=re.escape(f"must not contain control or separator character {code}")
+    ):
+        validate_workflow_parameters({"p": value})
+    assert validate_workflow_parameters({"p": "a b"}) == {"p": "a b"}
+
+
+def test_values_at_each_length_limit_pass():
+    long_image = "a" * 255
+    params = VolcanoMPIJobParameters(
+        job_name="j" * 48, image=long_image, workers=2, min_available=3, priority_class="p" * 253
+    )
+    params.validate()
+    with pytest.raises(InvalidParameterError, match="image reference"):
+        VolcanoMPIJobParameters(job_name="j", image="a" * 256).validate()
+    validate_submission("n" * 63, "w" * 253, {"k" * 63: "v" * 63, "example.com/" + "k" * 63: ""})
+    with pytest.raises(InvalidParameterError) as err:
+        validate_submission("argo", None, {"k" * 64: "v"})
+    assert err.value.field == f"labels[{'k' * 64!r}]"
+
+
+def test_a_multi_word_command_passes():
+    params = VolcanoMPIJobParameters(job_name="j", mpi_command="mpirun --allow-run-as-root -n 2 /opt/hello")
+    assert params.to_workflow_parameters()["mpi-command"] == "mpirun --allow-run-as-root -n 2 /opt/hello"
+
+
+def test_every_template_parameter_comes_from_its_field():
+    params = VolcanoMPIJobParameters(
+        job_name="solver",
+        workers=3,
+        slots_per_worker=2,
+        image="registry:5000/org/mpi:1.2",
+        mpi_command="mpi_solver --steps 10",
+        queue="hpc",
+        min_available=2,
+        max_retry=5,
+        gpus_per_worker=1,
+        rdma_per_worker=2,
+        cpu_per_worker="2",
+        memory_per_worker="4Gi",
+        priority_class="high.priority",
+    )
+    assert params.to_workflow_parameters() == {
+        "job-name": "solver",
+        "workers": "3",
+        "slots-per-worker": "2",
+        "np": "6",
+        "image": "registry:5000/org/mpi:1.2",
+        "mpi-command": "mpi_solver --steps 10",
+        "queue": "hpc",
+        "min-available": "2",
+        "max-retry": "5",
+        "gpus-per-worker": "1",
+        "rdma-per-worker": "2",
+        "cpu-per-worker": "2",
+        "memory-per-worker": "4Gi",
+        "priority-class-spec": "priorityClassName: high.priority",
+    }
+    assert VolcanoMPIJobParameters(job_name="solver").to_workflow_parameters()["priority-class-spec"] == ""
+
+
+@pytest.mark.parametrize(
+    ("parameters", "message"),
+    [
+        ({"p": None}, "parameters['p']: value must be a string or a number (got None)"),
+        ({"p": {"a": 1}}, "parameters['p']: value must be a string or a number (got {'a': 1})"),
+        ({"p": [1]}, "parameters['p']: value must be a string or a number (got [1])"),
+        (
+            {"x" * 129: "v"},
+            f"parameters[{'x' * 129!r}]: name must be letters, digits, '-' and '_' (got '{'x' * 79}...)",
+        ),
+    ],
+)
+def test_free_parameters_must_be_named_plain_values(parameters, message):
+    with pytest.raises(InvalidParameterError) as err:
+        validate_workflow_parameters(parameters)
+    assert str(err.value) == message
+    assert validate_workflow_parameters({"x" * 128: 1.5}) == {"x" * 128: "1.5"}
+
+
+@pytest.mark.parametrize(
+    ("labels", "message"),
+    [
+        (["team"], "labels: must be a mapping of label keys to values (got ['team'])"),
+        ({1: "x"}, "labels[1]: key must be [prefix/]name, name <= 63 of [A-Za-z0-9-_.] (got 1)"),
+        ({"team": "a b"}, "labels['team']: value must be <= 63 of [A-Za-z0-9-_.], alphanumeric ends (got 'a b')"),
+        ({"team": 1}, "labels['team']: value must be <= 63 of [A-Za-z0-9-_.], alphanumeric ends (got 1)"),
+    ],
+)
+def test_labels_are_refused_naming_the_key_and_the_rule(labels, message):
+    with pytest.raises(InvalidParameterError) as err:
+        validate_submission("argo", None, labels)
+    assert str(err.value) == message
+
+
+RUN_ID = "manual__2026-12-02T19:00:00+00:00"
+
+
+def test_names_are_the_readable_task_and_a_digest_of_the_whole_try():
+    """The names are stored with runs in flight (a retry or a new triggerer finds the Workflow by them): they must
+    not change between releases.
+    """
+    assert (
+        derive_workflow_name("volcano-mpi", "etl", "Train_Model", RUN_ID, 0, 1) == "volcano-mpi-train-model-9ed535f9f2"
+    )
+    assert derive_job_name("etl", "Train_Model", RUN_ID, 0, 1) == "mpi-train-model-9ed535f9f2"
+    # every part of the try is in the digest, the dag_id and the task_id's exact spelling too
+    assert derive_workflow_name("volcano-mpi", "other", "Train_Model", RUN_ID, 0, 1) == (
+        "volcano-mpi-train-model-8148ce363b"
+    )
+    assert derive_workflow_name("volcano-mpi", "etl", "train_model", RUN_ID, 0, 1) == (
+        "volcano-mpi-train-model-609792a33e"
+    )
+
+
+def test_long_names_fill_their_budget_and_never_end_in_a_dash():
+    assert derive_job_name("etl", "t" * 80, "r", 0, 1) == "mpi-" + "t" * 33 + "-1cec14cf84"  # 48 characters
+    assert derive_workflow_name("volcano-mpi", "etl", "t" * 80, "r", 0, 1) == (
+        "volcano-mpi-" + "t" * 40 + "-1cec14cf84"  # 63 characters
+    )
+    assert derive_name("--lead", "d", "x" * 80, "r", 0, 1) == "lead-" + "x" * 47 + "-16fb406bf8"
+    # cut where the task_id had a '_': the dash it became is not kept
+    assert derive_name("mpi", "d", "x" * 32 + "_y", "r", 0, 1, limit=48) == "mpi-" + "x" * 32 + "-ef1bf4e4e6"
+    # nothing readable: a letter first, as a DNS label needs
+    assert derive_name("", "d", "!!!", "r", 0, 1) == "t-2900be23db"
+
+
+@pytest.mark.parametrize(
+    ("value", "label"),
+    [
+        ("a" * 63, "a" * 63),  # valid and at the limit: kept
+        (RUN_ID, "manual__2026-12-02T19-00-00-00-00-50eeeb4a"),
+        ("X-ray scan", "X-ray-scan-263ee8d0"),
+        ("a" * 64, "a" * 54 + "-ffe054fe"),
+        ("a" * 53 + ":" + "b" * 20, "a" * 53 + "-9e87579a"),  # cut on the separator: not kept
+        ("X" * 100 + "!", "X" * 54 + "-33c7c3e5"),
+        ("!!!", "e84c538e"),
+    ],
+)
+def test_label_values_that_are_not_valid_are_cleaned_cut_and_hashed(value, label):
+    assert safe_label_value(value) == label
+
+
+def test_task_instance_labels_and_selector():
+    assert task_instance_labels("etl", "train", RUN_ID, -1, 2) == {
+        "airflow.apache.org/dag-id": "etl",
+        "airflow.apache.org/task-id": "train",
+        "airflow.apache.org/run-id": "manual__2026-12-02T19-00-00-00-00-50eeeb4a",
+        "airflow.apache.org/map-index": "none",
+        "airflow.apache.org/try-number": "2",
+        "app.kubernetes.io/managed-by": "airflow-provider-volcano-argo",
+    }
+    assert task_instance_labels("etl", "train", "r", 0, 1)["airflow.apache.org/map-index"] == "0"
+    assert task_instance_selector("etl", "train", "r", 3) == (
+        "airflow.apache.org/dag-id=etl,airflow.apache.org/task-id=train,"
+        "airflow.apache.org/run-id=r,airflow.apache.org/map-index=3"
+    )
+
+
+def test_same_task_instance_compares_the_airflow_labels_only():
+    mine = task_instance_labels("etl", "train", "r", 0, 1)
+    assert same_task_instance(mine, {**mine, "team": "x", "app.kubernetes.io/managed-by": "someone"})
+    assert not same_task_instance(mine, task_instance_labels("etl", "train", "r", 0, 2))
+    assert not same_task_instance(mine, task_instance_labels("etl", "train", "r", 1, 1))
+    assert not same_task_instance(mine, {"app.kubernetes.io/managed-by": "airflow-provider-volcano-argo"})
+
+
+def test_podgroup_name():
+    assert podgroup_name({"metadata": {"name": "mpi-j", "uid": "0b5e"}}) == "mpi-j-0b5e"
