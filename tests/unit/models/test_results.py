@@ -78,3 +78,92 @@ def test_failure_message_says_what_happened_and_shows_the_last_lines():
         "  rank 0 diverged",
         "  MPI_ABORT",
     ]
+
+
+def test_summaries_of_objects_with_every_field_and_with_none():
+    workflow = {"status": {"phase": "Succeeded", "message": "", "startedAt": "t0", "finishedAt": "t1"}}
+    assert workflow_summary("wf", "wu", workflow) == {
+        "name": "wf",
+        "uid": "wu",
+        "phase": "Succeeded",
+        "message": "",
+        "started_at": "t0",
+        "finished_at": "t1",
+    }
+    assert workflow_summary("wf", None, None) == {
+        "name": "wf",
+        "uid": None,
+        "phase": "",
+        "message": "",
+        "started_at": None,
+        "finished_at": None,
+    }
+    assert job_summary({**JOB, "status": {**JOB["status"], "succeeded": 2}}) == {
+        "name": "mpi-j",
+        "namespace": "ns",
+        "uid": "ju",
+        "phase": "Failed",
+        "retry_count": 3,
+        "task_status_count": {"mpimaster": {"phase": {"Failed": 1}}},
+        "succeeded": 2,
+        "failed": 1,
+        "created_at": "2026-12-04T10:00:00Z",
+        "finished_at": "2026-12-04T10:02:30Z",
+    }
+    assert job_summary({"metadata": {"name": "new"}}) == {
+        "name": "new",
+        "namespace": None,
+        "uid": None,
+        "phase": "",
+        "retry_count": 0,
+        "task_status_count": {},
+        "succeeded": 0,
+        "failed": 0,
+        "created_at": None,
+        "finished_at": None,
+    }
+
+
+def test_the_workflow_times_and_the_job_phase_come_first():
+    workflow = {
+        "status": {"phase": "Running", "startedAt": "2026-12-04T09:59:00Z", "finishedAt": "2026-12-04T10:03:00Z"}
+    }
+    result = summarize(_event(status="success", workflow=workflow_summary("wf", "wu", workflow)))
+    assert (result["status"], result["namespace"]) == ("success", "ns")
+    assert result["phase"] == "Failed" and result["workflow_phase"] == "Running"  # the one Job's phase
+    assert (result["started_at"], result["finished_at"]) == ("2026-12-04T09:59:00Z", "2026-12-04T10:03:00Z")
+    assert result["duration_seconds"] == 240.0
+
+
+def test_an_event_without_jobs_or_lines_is_summarized_from_the_workflow():
+    event = _event(workflow=workflow_summary("wf", "wu", WORKFLOW))
+    del event["jobs"], event["lines_streamed"]
+    result = summarize(event)
+    assert result["jobs"] == [] and result["job_name"] is None and result["phase"] == "Failed"
+    assert result["log_lines"] == 0
+    assert result["started_at"] == "2026-12-04T10:00:00Z" and result["finished_at"] is None
+
+
+def test_failure_message_without_phases_reasons_or_jobs():
+    event = _event(
+        workflow={**workflow_summary("wf", "wu", None), "message": "deleted"},
+        jobs=[{**job_summary(JOB), "phase": ""}],
+        details=[],
+        exit_codes=[{"pod": "p", "container": "mpimaster", "exit_code": 137, "reason": "", "restart_count": 2}],
+        tails={"mpi-j": []},
+    )
+    assert failure_message(event, "mpimaster").splitlines() == [
+        "Volcano Job mpi-j ended Failed.",
+        "Argo Workflow wf : deleted",
+        "Volcano Job mpi-j: phase unknown, retries 3, task status {'mpimaster': {'phase': {'Failed': 1}}}",
+        "Container mpimaster of pod p exited with code 137 (no reason; restarts: 2)",
+    ]
+    del event["jobs"]
+    assert failure_message(event, "mpimaster").splitlines()[2:] == [
+        "Container mpimaster of pod p exited with code 137 (no reason; restarts: 2)"
+    ]
+
+
+def test_a_workflow_not_started_takes_the_times_of_its_one_job():
+    result = summarize(_event(workflow=workflow_summary("wf", "wu", {"status": {"phase": "Running"}})))
+    assert (result["started_at"], result["finished_at"]) == ("2026-12-04T10:00:00Z", "2026-12-04T10:02:30Z")

@@ -24,6 +24,8 @@ from airflow_provider_volcano_argo.models.selectors import (
             "volcano.sh/task-spec=mpimaster, volcano.sh/job-name=j1",
             {"volcano.sh/task-spec": "mpimaster", "volcano.sh/job-name": "j1"},
         ),
+        ("a=b,,c=d", {"a": "b", "c": "d"}),
+        ("a = b", None),  # not split: the API server parses it, the local filter would not
         ("a==b", None),
         ("a!=b", None),
         ("a in (b,c)", None),
@@ -36,7 +38,14 @@ def test_parse_equality_selector(selector, expected):
 
 @pytest.mark.parametrize(
     ("selector", "expected"),
-    [(None, ""), ("metadata.name=wf-1", "wf-1"), ("metadata.name!=wf-1", None), ("status.phase=Running", None)],
+    [
+        (None, ""),
+        ("metadata.name=wf-1", "wf-1"),
+        ("metadata.name!=wf-1", None),
+        ("metadata.name==wf-1", None),
+        ("metadata.name=wf-1,status.phase=Running", None),
+        ("status.phase=Running", None),
+    ],
 )
 def test_object_name_filter(selector, expected):
     assert object_name_filter(selector) == expected
@@ -68,4 +77,10 @@ def test_the_selectors_the_followers_build_split_as_the_shared_watch_expects():
     assert task_pods_selector("mpimaster") == "volcano.sh/task-spec=mpimaster"
     shared, local = split_selectors(None, task_pods_selector("mpimaster", "j1"))
     assert shared == "volcano.sh/task-spec=mpimaster"
+    assert local == WatchFilter("", (("volcano.sh/job-name", "j1"),))
+
+
+def test_the_shared_part_keeps_every_label_but_the_per_object_ones():
+    shared, local = split_selectors(None, "b=2,volcano.sh/job-name=j1,a=1")
+    assert shared == "a=1,b=2"
     assert local == WatchFilter("", (("volcano.sh/job-name", "j1"),))

@@ -46,3 +46,28 @@ def test_an_inline_manifest_is_copied_named_and_its_arguments_overridden_by_name
 def test_anything_but_one_workflow_manifest_is_refused(manifest):
     with pytest.raises(ValueError, match="workflow_file 'f.yaml': must hold one Argo Workflow manifest"):
         workflow_from_manifest(manifest, "workflow_file 'f.yaml'")
+
+
+def test_a_bare_manifest_is_completed_as_a_workflow():
+    body = workflow_from_manifest({}, "workflow")
+    assert body == {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "metadata": {}}
+    assert with_submission({}, "wf-3", LABELS, {"a": "1"}) == {
+        "metadata": {"name": "wf-3", "labels": LABELS},
+        "spec": {"arguments": {"parameters": [{"name": "a", "value": "1"}]}},
+    }
+
+
+def test_a_manifest_keeps_its_own_api_version():
+    body = workflow_from_manifest({"apiVersion": "argoproj.io/v1beta1", "kind": "Workflow"}, "workflow")
+    assert body["apiVersion"] == "argoproj.io/v1beta1"
+
+
+def test_submitted_parameters_of_a_workflow_without_arguments_or_values():
+    assert submitted_parameters({}) == {}
+    assert submitted_parameters({"spec": {"arguments": {}}}) == {}
+    assert submitted_parameters(
+        {"spec": {"arguments": {"parameters": [{"name": "a"}, {"name": "n", "value": 3}]}}}
+    ) == {
+        "a": "",
+        "n": "3",
+    }
