@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_volcano_argo.models.follow import FollowOutcome, FollowSpec, decide, with_unreadable_log
+from airflow_provider_volcano_argo.models.follow import (
+    FollowOutcome,
+    FollowSpec,
+    decide,
+    owned_by,
+    with_unreadable_log,
+)
 
 SPEC = FollowSpec(namespace="ns", workflow_name="wf", workflow_uid="u1", job_name="j")
 
@@ -70,3 +76,119 @@ def test_a_log_that_cannot_be_read_turns_a_success_into_an_error_and_is_named_in
     assert error.message == "Volcano Job j Completed. Its log could not be read: Forbidden: pods/log"
     failed = with_unreadable_log(FollowOutcome("failed", "Volcano Job j ended Failed.", "failed"), "Forbidden")
     assert failed.status == "failed" and failed.details == ["Its log could not be read: Forbidden"]
+
+
+WORKFLOW_MODE = FollowSpec(namespace="ns", workflow_name="wf", workflow_uid="u1")
+
+
+@pytest.mark.parametrize(
+    ("spec", "workflow", "jobs", "outcome"),
+    [
+        (
+            SPEC,
+            _wf("Running"),
+            {"j": _job("Completed")},
+            FollowOutcome("success", "Volcano Job j Completed.", "completed"),
+        ),
+        (
+            SPEC,
+            _wf("Running"),
+            {"j": _job("Terminated")},
+            FollowOutcome("failed", "Volcano Job j ended Terminated.", "terminated"),
+        ),
+        (
+            SPEC,
+            _wf("Failed", "step failed"),
+            {"j": _job("Running", running=3)},
+            FollowOutcome(
+                "failed", "Argo Workflow wf ended Failed before Volcano Job j finished: step failed", "workflow_ended"
+            ),
+        ),
+        (
+            SPEC,
+            _wf("Succeeded"),
+            {},
+            FollowOutcome(
+                "failed",
+                "Argo Workflow wf ended Succeeded without creating Volcano Job j: no message",
+                "workflow_ended",
+            ),
+        ),
+        (
+            WORKFLOW_MODE,
+            _wf("Succeeded"),
+            {"a": _job("Completed"), "b": _job("Completed")},
+            FollowOutcome("success", "Argo Workflow wf Succeeded (2 Volcano Jobs).", "completed"),
+        ),
+        (
+            WORKFLOW_MODE,
+            _wf("Failed", "child failed"),
+            {"a": _job("Failed"), "b": _job("Aborted"), "c": _job("Completed")},
+            FollowOutcome(
+                "failed",
+                "Argo Workflow wf ended Failed: Volcano Job a ended Failed; Volcano Job b ended Aborted",
+                "workflow_ended",
+            ),
+        ),
+        (
+            WORKFLOW_MODE,
+            _wf("Error", "child failed"),
+            {"a": _job("Completed")},
+            FollowOutcome("failed", "Argo Workflow wf ended Error: child failed", "workflow_ended"),
+        ),
+        (
+            WORKFLOW_MODE,
+            _wf("Error"),
+            {},
+            FollowOutcome("failed", "Argo Workflow wf ended Error: no message", "workflow_ended"),
+        ),
+    ],
+)
+def test_outcomes_in_full(spec, workflow, jobs, outcome):
+    assert decide(spec, workflow, False, jobs, set(), 0) == outcome
+
+
+def test_a_workflow_that_succeeded_before_its_job_was_seen_ending_is_still_followed():
+    """The Workflow's watch can report Succeeded before the Job's watch reports Completed."""
+    assert decide(SPEC, _wf("Succeeded"), False, {"j": _job("Running", running=3)}, set(), 0) is None
+
+
+def test_deletions_in_full():
+    assert decide(SPEC, _wf("Running"), True, {}, set(), 0) == FollowOutcome(
+        "failed", "Argo Workflow wf was deleted while the task was following it.", "deleted"
+    )
+    assert decide(SPEC, _wf("Running"), False, {"j": _job("Running")}, {"j"}, 0) == FollowOutcome(
+        "failed", "Volcano Job j was deleted before it finished (Workflow wf).", "deleted"
+    )
+    # a Job deleted after it ended (Argo's clean-up, a TTL) decides nothing by its deletion
+    assert decide(WORKFLOW_MODE, _wf("Running"), False, {"a": _job("Completed")}, {"a"}, 0) is None
+    assert decide(SPEC, _wf("Running"), False, {"j": _job("Completed")}, {"j"}, 0).status == "success"
+
+
+def test_timeouts_in_full():
+    spec = FollowSpec(namespace="ns", workflow_name="wf", job_name="j", deadline=100.0, schedule_timeout=30)
+    assert decide(spec, _wf("Running"), False, {}, set(), 100) == FollowOutcome(
+        "timeout", "execution_timeout reached while following Argo Workflow wf.", "timeout"
+    )
+    pending = {"j": _job("Pending", created="1970-01-01T00:00:50Z")}
+    assert decide(spec, _wf("Running"), False, pending, set(), 80) == FollowOutcome(
+        "failed",
+        "Volcano Job j was not admitted by the gang scheduler within schedule_timeout (30 s).",
+        "unschedulable",
+    )
+    # an admitted Job is never unschedulable, however long ago it was created
+    running = {"j": _job("Running", created="1970-01-01T00:00:50Z", running=3)}
+    assert decide(spec, _wf("Running"), False, running, set(), 99) is None
+
+
+def test_a_spec_travels_as_plain_values():
+    spec = FollowSpec(namespace="ns", workflow_name="wf", job_name="j", log_poll_interval=5.0, deadline=10.0)
+    assert spec.to_dict()["log_poll_interval"] == 5.0
+    assert FollowSpec(**spec.to_dict()) == spec
+
+
+def test_owned_by():
+    job = {"metadata": {"ownerReferences": [{"uid": "other"}, {"uid": "u1"}]}}
+    assert owned_by(job, "u1") and not owned_by(job, "u2")
+    assert not owned_by(job, None) and not owned_by(job, "")
+    assert not owned_by({"metadata": {}}, "u1") and not owned_by({"metadata": {"ownerReferences": None}}, "u1")

@@ -11,11 +11,14 @@ from airflow_provider_volcano_argo.models.phases import (
     JOB_SUCCESS_PHASES,
     VolcanoJobPhase,
     WorkflowPhase,
+    job_ended,
     job_phase,
+    job_started,
     job_waiting_for_admission,
     phase_of,
     phase_verdict,
     workflow_done,
+    workflow_message,
     workflow_phase,
 )
 
@@ -58,3 +61,20 @@ def test_workflow_done_and_admission():
 )
 def test_the_sensors_verdict(phase, exists, seen, verdict):
     assert phase_verdict(phase, exists, ["Completed"], ["Failed", "Terminated"], seen) == verdict
+
+
+def test_a_workflow_without_a_message_has_an_empty_one():
+    assert workflow_message(None) == workflow_message({"status": {"message": None}}) == ""
+    assert workflow_message({"status": {"message": "child failed"}}) == "child failed"
+
+
+@pytest.mark.parametrize("phase", ["Completed", "Failed", "Terminated", "Aborted"])
+def test_job_ended(phase):
+    assert job_ended({"status": {"state": {"phase": phase}}})
+    assert not job_ended({"status": {"state": {"phase": "Completing"}}}) and not job_ended(None)
+
+
+@pytest.mark.parametrize("counts", [{"running": 1}, {"succeeded": 1}, {"failed": 1}])
+def test_a_job_with_any_pod_running_or_ended_has_started(counts):
+    assert job_started({"status": counts})
+    assert not job_started({"status": {"pending": 3, "running": 0}})
