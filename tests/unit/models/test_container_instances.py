@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from airflow_provider_volcano_argo.models.container_instances import exit_codes, instance_finished, log_instances
+from airflow_provider_volcano_argo.models.container_instances import (
+    LogInstance,
+    exit_codes,
+    instance_finished,
+    job_of_pod,
+    log_instances,
+)
 
 
 def _pod(uid: str, restart: int, state: str, retry: str = "0") -> dict:
@@ -41,3 +47,86 @@ def test_log_instances_and_their_end():
 def test_exit_codes_come_only_from_the_followed_jobs_pods():
     """A Workflow follower's pod watch sees the task's pods of every Job in the namespace."""
     assert exit_codes([_pod("p1", 0, "terminated")], "mpimaster", {"someone-elses-job"}) == []
+
+
+def _instance_pod(name: str, uid: str, created: str | None, retry: str | None, **status) -> dict:
+    meta = {"uid": uid, "name": name, "labels": {"volcano.sh/job-name": "j"}}
+    if created is not None:
+        meta["creationTimestamp"] = created
+    if retry is not None:
+        meta["annotations"] = {"volcano.sh/job-retry-count": retry}
+    return {"metadata": meta, "status": {"containerStatuses": [{"name": "mpimaster", **status}]}}
+
+
+def test_log_instances_oldest_attempt_first_then_oldest_pod_then_restart():
+    ended = {"terminated": {"exitCode": 0}}
+    pods = [
+        _instance_pod("j-mpimaster-0", "p3", "2026-12-04T10:05:00Z", "1", restartCount=0, state={"running": {}}),
+        {**_pod("p9", 0, "running"), "metadata": {**_pod("p9", 0, "running")["metadata"], "labels": {}}},
+        _instance_pod("j-mpimaster-0", "p2", "2026-12-04T10:01:00Z", None, restartCount=0, state=ended),
+        _instance_pod("j-mpimaster-0", "p4", "2026-12-04T10:06:00Z", "1", state={"waiting": {}}),
+        _instance_pod("j-mpimaster-0", "p1", "2026-12-04T10:00:00Z", "0", restartCount=2, state={"running": {}}),
+    ]
+    found = log_instances(pods, "mpimaster", {"j"})
+    assert [instance for _, instance in found] == [
+        LogInstance("p1/mpimaster/2", "j-mpimaster-0", 0, 2),
+        LogInstance("p2/mpimaster/0", "j-mpimaster-0", 0, 0),  # no retry annotation: attempt 0
+        LogInstance("p3/mpimaster/0", "j-mpimaster-0", 1, 0),
+    ]
+    assert [pod["metadata"]["uid"] for pod, _ in found] == ["p1", "p2", "p3"]
+
+
+def test_a_pod_not_yet_stamped_sorts_first_and_an_instance_without_restart_count_is_the_first():
+    pods = [
+        _instance_pod("a", "p1", "2026-12-04T10:00:00Z", "0", restartCount=0, state={"running": {}}),
+        _instance_pod("b", "p2", None, "0", state={"running": {}}),
+    ]
+    assert [instance.key for _, instance in log_instances(pods, "mpimaster", {"j"})] == [
+        "p2/mpimaster/0",
+        "p1/mpimaster/0",
+    ]
+
+
+def test_init_containers_have_instances_too():
+    pod = _instance_pod("a", "p1", "t", "0")
+    pod["status"] = {"initContainerStatuses": [{"name": "setup", "restartCount": 0, "state": {"running": {}}}]}
+    assert [instance.key for _, instance in log_instances([pod], "setup", {"j"})] == ["p1/setup/0"]
+
+
+def test_headers_name_the_attempt_the_restart_and_on_request_the_job():
+    instance = LogInstance("p1/mpimaster/1", "j-mpimaster-0", 2, 1)
+    assert instance.header("j", False) == "----- log of j-mpimaster-0 (job attempt 3, container restart 1) -----"
+    assert instance.header("j", True) == "[j] ----- log of j-mpimaster-0 (job attempt 3, container restart 1) -----"
+
+
+def test_an_instance_is_finished_only_when_its_own_pod_says_so():
+    running = _instance_pod("a", "p1", "t", "0", state={"running": {}})  # no restartCount yet: 0
+    other = _instance_pod("b", "p0", "t", "0", restartCount=0, state={"terminated": {"exitCode": 1}})
+    assert not instance_finished([other, running], "p1/mpimaster/0")
+    no_status = {**running, "status": {"containerStatuses": [{"name": "sidecar"}]}}
+    assert instance_finished([no_status], "p1/mpimaster/0")
+
+
+def test_exit_codes_of_the_current_and_the_last_instance():
+    pod = _instance_pod(
+        "j-mpimaster-0",
+        "p1",
+        "t",
+        "0",
+        restartCount=1,
+        state={"terminated": {"exitCode": 2, "reason": "Error"}},
+        lastState={"terminated": {"exitCode": 137}},
+    )
+    elsewhere = _instance_pod("k-mpimaster-0", "p0", "t", "0", state={"terminated": {"exitCode": 9}})
+    elsewhere["metadata"]["labels"] = {"volcano.sh/job-name": "k"}
+    assert exit_codes([elsewhere, pod], "mpimaster", {"j"}) == [
+        {"pod": "j-mpimaster-0", "container": "mpimaster", "exit_code": 2, "reason": "Error", "restart_count": 1},
+        {"pod": "j-mpimaster-0", "container": "mpimaster", "exit_code": 137, "reason": "", "restart_count": 1},
+    ]
+    pod["status"]["containerStatuses"][0].pop("restartCount")
+    assert [code["restart_count"] for code in exit_codes([pod], "mpimaster", {"j"})] == [0, 0]
+
+
+def test_a_pod_without_the_job_label_belongs_to_no_job():
+    assert job_of_pod({"metadata": {}}) == "" and job_of_pod({"metadata": {"labels": None}}) == ""
+    assert job_of_pod(_pod("p1", 0, "running")) == "j"
