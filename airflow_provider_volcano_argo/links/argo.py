@@ -28,9 +28,13 @@ class ArgoWorkflowLink(BaseOperatorLink):
     name = "Argo Workflow"
 
     def persist(self, context: Any, base_url: str | None, namespace: str, workflow_name: str) -> None:
+        """Store the URL, or "" without a base URL.
+
+        The task runner reads every extra link's XCom at the end of the task (``task_runner.finalize``), and logs
+        a missing one as an error, on a good run too.
+        """
         url = argo_workflow_url(base_url, namespace, workflow_name)
-        if url:
-            context["ti"].xcom_push(key=self.xcom_key, value=url)
+        context["ti"].xcom_push(key=self.xcom_key, value=url or "")
 
     def get_link(self, operator: Any, *, ti_key: TaskInstanceKey) -> str:
         return XCom.get_value(key=self.xcom_key, ti_key=ti_key) or ""

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import importlib
 import re
+import types
 
 from airflow_provider_volcano_argo import templates
 from airflow_provider_volcano_argo.get_provider_info import get_provider_info
-from airflow_provider_volcano_argo.links.argo import argo_workflow_url
+from airflow_provider_volcano_argo.links.argo import ArgoWorkflowLink, argo_workflow_url
 
 
 def test_provider_info_points_at_importable_modules():
@@ -27,6 +28,17 @@ def test_argo_link_url():
         argo_workflow_url("https://argo.example.com/", "argo", "wf-1") == "https://argo.example.com/workflows/argo/wf-1"
     )
     assert argo_workflow_url(None, "argo", "wf-1") is None
+
+
+def test_the_link_is_always_stored_so_the_task_runner_finds_it():
+    """``task_runner.finalize`` reads every extra link's XCom; a missing key is logged as an error."""
+    pushed: dict[str, str] = {}
+    ti = types.SimpleNamespace(xcom_push=lambda key, value: pushed.__setitem__(key, value))
+    link = ArgoWorkflowLink()
+    link.persist({"ti": ti}, None, "argo", "wf-1")
+    assert pushed == {link.xcom_key: ""}
+    link.persist({"ti": ti}, "https://argo.example.com", "argo", "wf-1")
+    assert pushed == {link.xcom_key: "https://argo.example.com/workflows/argo/wf-1"}
 
 
 def test_shipped_template_declares_every_parameter_it_uses_and_valid_policies():
