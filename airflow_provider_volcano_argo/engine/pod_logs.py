@@ -24,17 +24,18 @@ from airflow_provider_volcano_argo.exceptions import ApiNotFoundError
 from airflow_provider_volcano_argo.models.container_instances import instance_finished, job_of_pod, log_instances
 from airflow_provider_volcano_argo.models.log_cursor import CursorBook, LineSplitter, LogCursor, parse_log_line
 from airflow_provider_volcano_argo.models.resources import PODS
+from airflow_provider_volcano_argo.models.results import bounded_tails
 
 if TYPE_CHECKING:
     from airflow_provider_volcano_argo.hooks.volcano_argo import AsyncVolcanoArgoHook
 
 MAX_LINE_BYTES = 1024 * 1024
 TAIL_LINES = 20
-#: Once the outcome is known, logs are read on until no line arrived for this long; when the objects were
-#: deleted from outside, for this long in all (their pods may take a whole grace period to die, and the task
-#: should fail at once).
+#: Once the outcome is known, logs are read on until no line arrived for this long; when the run did not end by
+#: itself (objects deleted from outside, execution_timeout reached), for this long in all: deleted pods may take a
+#: whole grace period to die, and a master still printing would keep an idle-based drain going for ever.
 DRAIN_SECONDS = 30.0
-DELETED_DRAIN_SECONDS = 2.0
+BOUNDED_DRAIN_SECONDS = 2.0
 
 
 @dataclass
@@ -209,16 +210,16 @@ class PodLogForwarder:
             self.streams[key] = (asyncio.create_task(stream.run()), stream)
             self.stream_jobs[key] = job
 
-    async def drain(self, deleted: bool = False) -> None:
+    async def drain(self, bounded: bool = False) -> None:
         """Let the streams read up to the end of their instances while they make progress.
 
         Stop when no line arrived for ``DRAIN_SECONDS`` (a long backlog is read to its end, a stalled stream cannot
-        hold the outcome back), or after ``DELETED_DRAIN_SECONDS`` in all when the objects were ``deleted``.
+        hold the outcome back), or after ``BOUNDED_DRAIN_SECONDS`` in all when ``bounded`` (the run did not end).
         """
         tasks = [task for task, _ in self.streams.values() if not task.done()]
-        if deleted:
+        if bounded:
             if tasks:
-                await asyncio.wait(tasks, timeout=DELETED_DRAIN_SECONDS)
+                await asyncio.wait(tasks, timeout=BOUNDED_DRAIN_SECONDS)
         else:
             pending = set(tasks)
             while pending:
@@ -241,11 +242,11 @@ class PodLogForwarder:
                 task.cancel()
 
     def tails(self) -> dict[str, list[str]]:
-        """Return the last lines shown per job (for failure diagnostics)."""
+        """Return the last lines shown per job (for failure diagnostics), within the event's byte budget."""
         tails: dict[str, list[str]] = {}
         for key, (_, stream) in self.streams.items():
             tails.setdefault(self.stream_jobs[key], []).extend(stream.tail)
-        return {job: lines[-TAIL_LINES:] for job, lines in tails.items()}
+        return bounded_tails({job: lines[-TAIL_LINES:] for job, lines in tails.items()})
 
     @property
     def lines_emitted(self) -> int:

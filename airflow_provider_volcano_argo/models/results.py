@@ -7,6 +7,12 @@ from typing import Any, TypedDict
 
 from airflow_provider_volcano_argo.models.phases import PhaseVerdict, job_phase, workflow_message, workflow_phase
 
+#: What the last log lines may take of a trigger event in all: the event is stored in the task instance's
+#: ``next_kwargs`` and Airflow logs it in full.
+TAIL_BUDGET_BYTES = 64 * 1024
+#: What one line may take of it (the rest is cut and said so), so that one huge line cannot crowd out the others.
+TAIL_LINE_BYTES = 4 * 1024
+
 
 class WorkflowSummary(TypedDict):
     """The followed Workflow in an event."""
@@ -159,3 +165,28 @@ def failure_message(event: FollowEvent, log_task: str) -> str:
             lines.append(f"Last {len(tail)} lines of {log_task} ({job}):")
             lines.extend(f"  {line}" for line in tail)
     return "\n".join(lines)
+
+
+def _cut(line: str, limit: int) -> str:
+    data = line.encode()
+    if len(data) <= limit:
+        return line
+    return data[:limit].decode(errors="ignore") + f" ... [{len(data) - limit} bytes cut]"
+
+
+def bounded_tails(tails: dict[str, list[str]], budget: int = TAIL_BUDGET_BYTES) -> dict[str, list[str]]:
+    """Return the newest lines of each job's tail that fit an equal share of ``budget`` bytes, long lines cut."""
+    share = budget // max(len(tails), 1)
+    bounded: dict[str, list[str]] = {}
+    for job, lines in tails.items():
+        kept: list[str] = []
+        used = 0
+        for line in reversed(lines):
+            line = _cut(line, min(TAIL_LINE_BYTES, share))
+            size = len(line.encode())
+            if used + size > share:
+                break
+            kept.append(line)
+            used += size
+        bounded[job] = kept[::-1]
+    return bounded

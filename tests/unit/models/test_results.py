@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from airflow_provider_volcano_argo.models.results import (
+    TAIL_BUDGET_BYTES,
+    TAIL_LINE_BYTES,
+    bounded_tails,
     failure_message,
     job_summary,
     summarize,
@@ -167,3 +170,28 @@ def test_failure_message_without_phases_reasons_or_jobs():
 def test_a_workflow_not_started_takes_the_times_of_its_one_job():
     result = summarize(_event(workflow=workflow_summary("wf", "wu", {"status": {"phase": "Running"}})))
     assert (result["started_at"], result["finished_at"]) == ("2026-12-04T10:00:00Z", "2026-12-04T10:02:30Z")
+
+
+def test_tails_fit_the_event_budget_newest_lines_first_long_lines_cut():
+    huge = "x" * (1024 * 1024)  # a 1 MiB line, as the log splitter lets through
+    tails = {f"job-{n}": [f"line {i}" for i in range(18)] + [huge, "last"] for n in range(3)}
+    bounded = bounded_tails(tails)
+    assert sum(len(line.encode()) for lines in bounded.values() for line in lines) <= TAIL_BUDGET_BYTES
+    for lines in bounded.values():
+        assert lines[-1] == "last" and lines[0] == "line 0"  # all of a share's lines fit, in their order
+        assert lines[-2].startswith("x" * TAIL_LINE_BYTES) and lines[-2].endswith(
+            f"... [{1024 * 1024 - TAIL_LINE_BYTES} bytes cut]"
+        )
+
+
+def test_many_jobs_share_the_budget_and_keep_their_newest_lines():
+    tails = {f"job-{n}": [f"{n}:{i:04d} " + "y" * 90 for i in range(20)] for n in range(200)}
+    bounded = bounded_tails(tails, budget=64 * 1024)
+    assert set(bounded) == set(tails)
+    for job, lines in bounded.items():
+        assert lines and lines == tails[job][-len(lines) :]  # a suffix: the newest, in order
+        assert sum(len(line.encode()) for line in lines) <= 64 * 1024 // 200
+
+
+def test_a_multibyte_line_is_cut_on_a_character_boundary():
+    assert bounded_tails({"j": ["é" * 5000]}, budget=10_000)["j"][0].startswith("é" * 2048)
