@@ -78,7 +78,7 @@ class FollowLoop(abc.ABC):
         await self.before_drain(outcome)
         if self.logs is None:
             return outcome
-        await self.logs.drain(deleted=outcome.reason == "deleted")
+        await self.logs.drain(bounded=not outcome.run_ended)
         try:
             self.logs.raise_failure()
         except VolcanoArgoApiError as exc:

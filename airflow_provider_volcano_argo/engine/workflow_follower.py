@@ -18,7 +18,7 @@ from airflow_provider_volcano_argo.engine.informer import SharedObjectWatcher
 from airflow_provider_volcano_argo.engine.pod_logs import PodLogForwarder
 from airflow_provider_volcano_argo.exceptions import VolcanoArgoApiError
 from airflow_provider_volcano_argo.models.container_instances import exit_codes
-from airflow_provider_volcano_argo.models.follow import FollowOutcome, FollowSpec, decide, owned_by
+from airflow_provider_volcano_argo.models.follow import FollowOutcome, FollowSpec, deadline_outcome, decide, owned_by
 from airflow_provider_volcano_argo.models.log_cursor import CursorBook
 from airflow_provider_volcano_argo.models.names import CURSOR_ANNOTATION, podgroup_name
 from airflow_provider_volcano_argo.models.phases import job_phase, workflow_message, workflow_phase
@@ -195,8 +195,8 @@ class WorkflowFollower(FollowLoop):
 
     async def step(self, now: float) -> FollowOutcome | None:
         self._report_progress()
-        if not self._synced():
-            return None  # decide on a complete picture: a job that ended before we looked, and its log
+        if not self._synced():  # decide on a complete picture (a job that ended before we looked, and its log),
+            return deadline_outcome(self.spec, now)  # but the deadline holds while nothing could be listed
         outcome = decide(self.spec, self.workflow, self.workflow_gone, self.jobs, self.jobs_gone, now)
         if outcome and outcome.reason == "unschedulable":
             outcome.details = await self._unschedulable_reasons()

@@ -132,6 +132,16 @@ class AsyncVolcanoArgoHook(AsyncKubernetesHook):
     instead of building a client per call as ``AsyncKubernetesHook.get_conn()`` does.
     """
 
+    async def _get_field(self, field_name: str) -> Any:
+        """Read a connection extra; ``config_file`` overrides ``kube_config_path`` as in the sync hook.
+
+        cncf-kubernetes' ``AsyncKubernetesHook._load_config`` reads only the connection's ``kube_config_path`` and
+        ignores ``config_file``, so a trigger would watch another cluster than the one the worker submitted to.
+        """
+        if field_name == "kube_config_path" and self.config_file:
+            return self.config_file
+        return await super()._get_field(field_name)
+
     @contextlib.asynccontextmanager
     async def get_conn(self) -> AsyncIterator[async_client.ApiClient]:
         await self._load_config()

@@ -21,6 +21,15 @@ from airflow_provider_volcano_argo.models.phases import (
 #: ``success`` ends the task well; the others fail it.
 OutcomeStatus = Literal["success", "failed", "timeout", "error"]
 
+#: Reasons of outcomes decided while the run may still go on: the deadline, a gang not admitted in time (it may be
+#: admitted later and take its nodes), an API error; and ``deleted``, after which what is left is being removed.
+_NOT_ENDED_REASONS = frozenset({"timeout", "unschedulable", "api_error", "deleted"})
+
+
+def run_ended(reason: str) -> bool:
+    """Tell whether an outcome's run ended by itself (a terminal phase), so that its pods and logs ended too."""
+    return reason not in _NOT_ENDED_REASONS
+
 
 @dataclass
 class FollowSpec:
@@ -55,6 +64,11 @@ class FollowOutcome:
     message: str
     reason: str = ""
     details: list[str] = field(default_factory=list)
+
+    @property
+    def run_ended(self) -> bool:
+        """Tell whether the run ended by itself (see ``run_ended``)."""
+        return run_ended(self.reason)
 
 
 def owned_by(obj: dict, owner_uid: str | None) -> bool:
@@ -112,8 +126,8 @@ def decide(
         return FollowOutcome(
             "failed", f"Argo Workflow {name} ended {wf_phase}: {named or wf_message or 'no message'}", "workflow_ended"
         )
-    if spec.deadline is not None and now >= spec.deadline:
-        return FollowOutcome("timeout", f"execution_timeout reached while following Argo Workflow {name}.", "timeout")
+    if (timeout := deadline_outcome(spec, now)) is not None:
+        return timeout
     if spec.schedule_timeout is not None:
         for job_name, job in sorted(jobs.items()):
             if job_waiting_for_admission(job) and now - _created_at(job) >= spec.schedule_timeout:
@@ -123,6 +137,18 @@ def decide(
                     f"({spec.schedule_timeout:.0f} s).",
                     "unschedulable",
                 )
+    return None
+
+
+def deadline_outcome(spec: FollowSpec, now: float) -> FollowOutcome | None:
+    """Return the ``timeout`` outcome once ``execution_timeout``'s deadline has passed, else None.
+
+    It needs no object: the deadline holds while the watches cannot list (API server unreachable) too.
+    """
+    if spec.deadline is not None and now >= spec.deadline:
+        return FollowOutcome(
+            "timeout", f"execution_timeout reached while following Argo Workflow {spec.workflow_name}.", "timeout"
+        )
     return None
 
 

@@ -63,11 +63,15 @@ class CleanupSteps:
         return self.stop or self.delete
 
 
-def finish_steps(action: OnFinishAction | str, succeeded: bool) -> CleanupSteps:
-    """Return the clean-up after a run ended; a kept failed Workflow is still stopped, for inspection."""
+def finish_steps(action: OnFinishAction | str, succeeded: bool, run_ended: bool = True) -> CleanupSteps:
+    """Return the clean-up once the task's outcome is known; a kept failed Workflow is stopped, for inspection.
+
+    A run that did not end by itself (deadline, gang not admitted in time, API error) is always stopped, even when
+    it is kept: nothing goes on running after its task.
+    """
     action = OnFinishAction(action)
     if action == OnFinishAction.KEEP_WORKFLOW:
-        return CleanupSteps(stop=False, delete=False)
+        return CleanupSteps(stop=not run_ended, delete=False)
     if action == OnFinishAction.DELETE_SUCCEEDED_WORKFLOW and not succeeded:
         return CleanupSteps(stop=True, delete=False)
     return CleanupSteps(stop=True, delete=True)

@@ -21,7 +21,7 @@ from airflow_provider_volcano_argo.engine.workflow_follower import WorkflowFollo
 from airflow_provider_volcano_argo.exceptions import ApiConflictError, TemplateNotFoundError
 from airflow_provider_volcano_argo.hooks.connection import DEFAULT_CONN_ID, KubernetesConnectionFields
 from airflow_provider_volcano_argo.links.argo import ArgoWorkflowLink
-from airflow_provider_volcano_argo.models.follow import FollowSpec
+from airflow_provider_volcano_argo.models.follow import FollowSpec, run_ended
 from airflow_provider_volcano_argo.models.names import (
     derive_workflow_name,
     same_task_instance,
@@ -55,6 +55,8 @@ if TYPE_CHECKING:
 ON_FINISH_ACTIONS = tuple(action.value for action in OnFinishAction)
 ON_KILL_ACTIONS = tuple(action.value for action in OnKillAction)
 IDENTITY_KEY = "argo_workflow"
+#: ``next_method`` of a task Airflow resumes only to fail it (``airflow.sdk.bases.operator.TRIGGER_FAIL_REPR``).
+TRIGGER_FAIL_REPR = "__fail__"
 
 
 class ArgoWorkflowTemplateOperator(KubernetesConnectionFields, BaseOperator):
@@ -66,8 +68,9 @@ class ArgoWorkflowTemplateOperator(KubernetesConnectionFields, BaseOperator):
     :param workflow_template: name of the WorkflowTemplate to submit from (templated).
     :param workflow: an inline Workflow manifest (dict or YAML string) instead of a template; not templated, so
         Argo's ``{{workflow.name}}``-style expressions pass through to Argo.
-    :param workflow_file: path of a YAML file holding a Workflow manifest (templated path; the file's content is
-        read at run time and not rendered by Jinja), e.g. upstream's ``20-job-DAG.yaml``.
+    :param workflow_file: path of a YAML file holding a Workflow manifest (templated path, relative to the DAG
+        file's folder; the file's content is read at run time and not rendered by Jinja), e.g. upstream's
+        ``20-job-DAG.yaml``.
     :param parameters: Workflow parameters, ``{name: value}`` (templated); validated before anything is created.
     :param namespace: namespace of the Workflow (default: the connection's, else ``default``).
     :param workflow_name: override the derived name (default: derived from dag/task/run/map index/try).
@@ -182,8 +185,11 @@ class ArgoWorkflowTemplateOperator(KubernetesConnectionFields, BaseOperator):
 
     def _inline_workflow(self) -> dict:
         if self.workflow_file is not None:
+            path = Path(self.workflow_file)
+            if not path.is_absolute() and self.has_dag():  # as DAG files name their own files, not the worker's cwd
+                path = Path(self.dag.folder) / path
             try:
-                text = Path(self.workflow_file).read_text()
+                text = path.read_text()
             except OSError as exc:
                 raise AirflowException(f"workflow_file: cannot read {self.workflow_file!r}: {exc}") from exc
             source, manifest = f"workflow_file {self.workflow_file!r}", yaml.safe_load(text)
@@ -257,7 +263,7 @@ class ArgoWorkflowTemplateOperator(KubernetesConnectionFields, BaseOperator):
         store = context.get("task_state_store")
         if store is not None:
             store.set(IDENTITY_KEY, identity)
-        context["ti"].xcom_push(key="argo_workflow", value=identity)
+        context["ti"].xcom_push(key=IDENTITY_KEY, value=identity)
         base_url = self.argo_base_url or (hook.conn_extras or {}).get("argo_base_url")
         ArgoWorkflowLink().persist(context, base_url, namespace, meta["name"])
         job_name = (
@@ -302,7 +308,23 @@ class ArgoWorkflowTemplateOperator(KubernetesConnectionFields, BaseOperator):
             return result
         finally:
             if not self._killed:  # blocking mode goes on after on_kill: the kill's policy stands, not the finish's
-                self._clean_up(finish_steps(self.on_finish_action, succeeded))
+                self._clean_up(finish_steps(self.on_finish_action, succeeded, run_ended(event.get("reason", ""))))
+
+    def resume_execution(self, next_method: str, next_kwargs: dict[str, Any] | None, context: Any) -> Any:
+        """Resume after deferral, or clean up first when Airflow resumes the task only to fail it.
+
+        That is ``__fail__``: Airflow's own deferral timeout, or a trigger that crashed. No event will ever clean
+        that run up, so it is stopped (and deleted) per ``on_finish_action`` here.
+        """
+        if next_method == TRIGGER_FAIL_REPR:
+            identity = context["ti"].xcom_pull(task_ids=context["ti"].task_id, key=IDENTITY_KEY)
+            if isinstance(identity, dict) and identity.get("name"):
+                self._followed = (identity["name"], identity["namespace"])
+                try:
+                    self._clean_up(finish_steps(self.on_finish_action, succeeded=False, run_ended=False))
+                except Exception:
+                    self.log.exception("Could not stop Argo Workflow %s", identity["name"])
+        return super().resume_execution(next_method, next_kwargs, context)
 
     def _clean_up(self, steps: CleanupSteps) -> None:
         if self._followed is None or not steps.needed:

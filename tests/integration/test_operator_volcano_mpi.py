@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from airflow_provider_volcano_argo import templates
@@ -17,6 +19,8 @@ def test_etl_then_mpi_then_downstream_succeeds_with_every_rank_in_the_log(sandbo
 
     states, log = run_dag(etl_mpi_etl, caplog, capfd, namespace=mpi_namespace)
     assert states == {"extract": "success", "mpi": "success", "load": "success"}, log[-3000:]
+    errors = re.findall(r"^.*(?:\[error\s*\]|^ERROR\b).*$", log, re.M)
+    assert errors == [], errors  # a good run logs no error (it did: the extra link's XCom, read at the end)
     for rank in range(3):
         assert f"rank {rank} out of 3 processors" in log
     assert "-> Running" in log and "Completed" in log
@@ -137,7 +141,10 @@ def test_execution_timeout_while_deferred_stops_and_removes_everything(
 ):
     from tests.dags.mpi_test_dags import mpi_timeout
 
-    sandbox.kubelet.programs.script(ScriptedProgram(duration=3600), namespace=mpi_namespace, container="mpimaster")
+    # a master that never stops printing: once the deadline is reached, reading its log must not hold the end back
+    # (an idle-based drain would read on for as long as it prints: 300 s here)
+    master = ScriptedProgram(count=600, line_template="tick {i}", rate=2, duration=3600)
+    sandbox.kubelet.programs.script(master, namespace=mpi_namespace, container="mpimaster")
     try:
         states, log = run_dag(mpi_timeout, caplog, capfd, namespace=mpi_namespace)
     finally:
@@ -146,6 +153,8 @@ def test_execution_timeout_while_deferred_stops_and_removes_everything(
     reliability("R4 execution_timeout while deferred", objects_left=left, cleanup_seconds=seconds)
     assert states == {"mpi": "failed"}
     assert "execution_timeout reached" in log
+    shown = len(set(re.findall(r"\btick (\d+)\b", log)))
+    assert 0 < shown < 600, shown  # it ended while the master was still printing, with what it had printed
     assert left == 0
 
 

@@ -36,7 +36,7 @@ async def _stalls(stream: InstanceStream) -> None:
 @pytest.fixture
 def short_drain(monkeypatch):
     monkeypatch.setattr(pod_logs, "DRAIN_SECONDS", 0.3)
-    monkeypatch.setattr(pod_logs, "DELETED_DRAIN_SECONDS", 0.3)
+    monkeypatch.setattr(pod_logs, "BOUNDED_DRAIN_SECONDS", 0.3)
 
 
 def test_a_backlog_longer_than_the_idle_limit_is_read_to_its_end(short_drain):
@@ -62,7 +62,7 @@ def test_a_stalled_stream_is_cancelled_after_the_idle_limit_while_others_finish(
     assert forwarder.lines_emitted == 3 + 20
 
 
-def test_deleted_objects_bound_the_drain_in_all_even_while_lines_arrive(short_drain):
+def test_a_run_that_did_not_end_bounds_the_drain_in_all_even_while_lines_arrive(short_drain):
     async def endless(stream: InstanceStream) -> None:  # never ends and never idles: only the bound stops it
         while True:
             await asyncio.sleep(0.01)
@@ -72,7 +72,7 @@ def test_deleted_objects_bound_the_drain_in_all_even_while_lines_arrive(short_dr
         forwarder, (task,) = _forwarder(endless)
         while not forwarder.lines_emitted:
             await asyncio.sleep(0.01)
-        await asyncio.wait_for(forwarder.drain(deleted=True), 10)  # returns: the bound, not the stream, ended it
+        await asyncio.wait_for(forwarder.drain(bounded=True), 10)  # returns: the bound, not the stream, ended it
         return task
 
     assert asyncio.run(scenario()).cancelled()

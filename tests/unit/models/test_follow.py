@@ -7,6 +7,7 @@ import pytest
 from airflow_provider_volcano_argo.models.follow import (
     FollowOutcome,
     FollowSpec,
+    deadline_outcome,
     decide,
     owned_by,
     with_unreadable_log,
@@ -192,3 +193,21 @@ def test_owned_by():
     assert owned_by(job, "u1") and not owned_by(job, "u2")
     assert not owned_by(job, None) and not owned_by(job, "")
     assert not owned_by({"metadata": {}}, "u1") and not owned_by({"metadata": {"ownerReferences": None}}, "u1")
+
+
+def test_only_a_run_that_ended_by_itself_has_logs_that_end():
+    spec = FollowSpec(namespace="ns", workflow_name="wf", job_name="j", deadline=100.0)
+    running = {"j": _job("Running", running=3)}
+    assert not decide(spec, _wf("Running"), False, running, set(), 100).run_ended  # the master may print on
+    assert not decide(SPEC, _wf("Running"), True, {}, set(), 0).run_ended  # deleted
+    assert decide(SPEC, _wf("Running"), False, {"j": _job("Completed")}, set(), 0).run_ended
+    assert decide(SPEC, _wf("Running"), False, {"j": _job("Failed")}, set(), 0).run_ended
+
+
+def test_the_deadline_needs_no_object():
+    spec = FollowSpec(namespace="ns", workflow_name="wf", deadline=100.0)
+    assert deadline_outcome(spec, 99.9) is None
+    assert deadline_outcome(spec, 100) == FollowOutcome(
+        "timeout", "execution_timeout reached while following Argo Workflow wf.", "timeout"
+    )
+    assert deadline_outcome(SPEC, 10**10) is None  # no execution_timeout, no deadline

@@ -33,6 +33,18 @@ def test_finish_steps(action, succeeded, steps):
     ("action", "steps"),
     [
         ("delete_workflow", CleanupSteps(stop=True, delete=True)),
+        ("delete_succeeded_workflow", CleanupSteps(stop=True, delete=False)),
+        ("keep_workflow", CleanupSteps(stop=True, delete=False)),  # kept, but not left running
+    ],
+)
+def test_a_run_that_did_not_end_is_always_stopped(action, steps):
+    assert finish_steps(action, succeeded=False, run_ended=False) == steps
+
+
+@pytest.mark.parametrize(
+    ("action", "steps"),
+    [
+        ("delete_workflow", CleanupSteps(stop=True, delete=True)),
         ("stop_workflow", CleanupSteps(stop=True, delete=False)),
         ("keep_workflow", CleanupSteps(stop=False, delete=False)),
     ],

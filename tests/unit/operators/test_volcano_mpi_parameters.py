@@ -59,3 +59,58 @@ def test_the_documented_fields_are_rendered_by_jinja_and_no_others():
     rendered = {field for field in DOCUMENTED_TEMPLATED if "rendered" in str(getattr(op, field))}
     assert rendered == DOCUMENTED_TEMPLATED
     assert (op.schedule_timeout, op.log_task) == ("{{ v }}", "{{ v }}")  # documented as not templated
+
+
+def test_a_relative_workflow_file_is_read_from_the_dag_files_folder(tmp_path, monkeypatch):
+    import datetime
+
+    from airflow.sdk import DAG
+
+    (tmp_path / "workflows").mkdir()
+    (tmp_path / "workflows" / "wf.yaml").write_text("kind: Workflow\nspec: {entrypoint: main}\n")
+    monkeypatch.chdir("/")  # the worker's working directory is not the DAG's folder
+    with DAG("d", schedule=None, start_date=datetime.datetime(2026, 1, 1)) as dag:
+        op = ArgoWorkflowTemplateOperator(task_id="t", workflow_file="workflows/wf.yaml")
+    dag.fileloc = str(tmp_path / "dag.py")
+    assert op._inline_workflow()["spec"]["entrypoint"] == "main"
+
+
+class _RecordingHook:
+    """Records the clean-ups asked for."""
+
+    def __init__(self) -> None:
+        self.calls: list = []
+
+    def clean_up_workflow(self, name, namespace, steps):
+        self.calls.append((name, namespace, steps))
+        return steps.delete
+
+
+def test_airflows_own_deferral_timeout_stops_and_deletes_the_run_before_failing(monkeypatch):
+    from airflow.sdk.exceptions import TaskDeferralTimeout
+
+    from airflow_provider_volcano_argo.models.policies import CleanupSteps
+
+    hook = _RecordingHook()
+    monkeypatch.setattr(VolcanoMPIJobOperator, "hook", property(lambda self: hook))
+    identity = {"name": "wf", "namespace": "ns", "uid": "u"}
+    pulls = {"argo_workflow": identity}  # what execute pushed before deferring
+    ti = types.SimpleNamespace(task_id="mpi", xcom_pull=lambda task_ids, key: pulls.get(key))
+    op = VolcanoMPIJobOperator(task_id="mpi", on_finish_action="keep_workflow")
+    with pytest.raises(TaskDeferralTimeout):
+        op.resume_execution("__fail__", {"error": "Trigger timeout"}, {"ti": ti})
+    assert hook.calls == [("wf", "ns", CleanupSteps(stop=True, delete=False))]  # kept, as asked, but stopped
+
+
+def test_a_run_cut_by_its_deadline_is_stopped_even_when_kept(monkeypatch):
+    from airflow_provider_volcano_argo.models.policies import CleanupSteps
+
+    hook = _RecordingHook()
+    monkeypatch.setattr(VolcanoMPIJobOperator, "hook", property(lambda self: hook))
+    op = VolcanoMPIJobOperator(task_id="mpi", on_finish_action="keep_workflow")
+    event = {"status": "timeout", "message": "execution_timeout reached", "reason": "timeout", "details": [],
+             "namespace": "ns", "workflow": {"name": "wf", "uid": "u", "phase": "Running", "message": ""},
+             "jobs": [], "tails": {}, "lines_streamed": 0, "exit_codes": [], "log_book": {}}  # fmt: skip
+    with pytest.raises(Exception, match="execution_timeout reached"):
+        op.execute_complete({"ti": None}, event)
+    assert hook.calls == [("wf", "ns", CleanupSteps(stop=True, delete=False))]
