@@ -22,7 +22,14 @@ from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiExcepti
 from airflow_provider_volcano_argo.exceptions import ApiNotFoundError, VolcanoArgoApiError, api_error
 from airflow_provider_volcano_argo.hooks._client_pool import SHARED_API_CLIENTS
 from airflow_provider_volcano_argo.models.policies import STOP_STRATEGY, CleanupSteps
-from airflow_provider_volcano_argo.models.resources import WORKFLOW_TEMPLATES, WORKFLOWS, ApiResource
+from airflow_provider_volcano_argo.models.resources import (
+    COMMANDS,
+    VOLCANO_JOBS,
+    WORKFLOW_TEMPLATES,
+    WORKFLOWS,
+    ApiResource,
+)
+from airflow_provider_volcano_argo.models.volcano_commands import jobs_to_terminate, terminate_command
 
 LOG_CHUNK_BYTES = 64 * 1024
 FOLLOW_TIMEOUT = (30, 300)
@@ -97,17 +104,38 @@ class VolcanoArgoHook(KubernetesHook):
         done = self._custom("delete", res, namespace, method, name, propagation_policy=propagation, absent=False)
         return done is not False
 
-    def stop_workflow(self, name: str, namespace: str, strategy: str = STOP_STRATEGY) -> None:
-        """Do what ``argo stop`` / ``argo terminate`` do: set ``spec.shutdown``. A missing Workflow is fine."""
+    def stop_workflow(self, name: str, namespace: str, strategy: str = STOP_STRATEGY) -> dict | None:
+        """Do what ``argo stop`` / ``argo terminate`` do: set ``spec.shutdown``; return the Workflow, if any."""
         patch = {"spec": {"shutdown": strategy}}
-        self._custom("patch", WORKFLOWS, namespace, "patch_namespaced_custom_object", name, patch,
-                     _content_type=MERGE_PATCH, absent=None)  # fmt: skip
+        return self._custom("patch", WORKFLOWS, namespace, "patch_namespaced_custom_object", name, patch,
+                            _content_type=MERGE_PATCH, absent=None)  # fmt: skip
+
+    def terminate_jobs(self, workflow: dict, namespace: str) -> list[str]:
+        """Terminate the Volcano Jobs the Workflow created that still run (kept, pods gone); return their names."""
+        jobs = jobs_to_terminate(self.list_objects(VOLCANO_JOBS, namespace), workflow["metadata"].get("uid"))
+        for job in jobs:
+            self.create_object(COMMANDS, terminate_command(job), namespace)
+        return [job["metadata"]["name"] for job in jobs]
 
     def clean_up_workflow(self, name: str, namespace: str, steps: CleanupSteps) -> bool:
-        """Stop and/or delete a Workflow as ``steps`` say; return whether it was deleted here."""
+        """Stop and/or delete a Workflow as ``steps`` say; return whether it was deleted here.
+
+        A stop without deletion also terminates the Volcano Jobs the Workflow created (Argo's shutdown does not
+        reach them); a deletion takes them with it. Deletion is done even when the stop failed, then the failure
+        is raised.
+        """
+        failure: VolcanoArgoApiError | None = None
         if steps.stop:
-            self.stop_workflow(name, namespace)
-        return steps.delete and self.delete_object(WORKFLOWS, name, namespace, propagation="Foreground")
+            try:
+                workflow = self.stop_workflow(name, namespace)
+                if workflow is not None and not steps.delete:
+                    self.terminate_jobs(workflow, namespace)
+            except VolcanoArgoApiError as exc:
+                failure = exc
+        deleted = steps.delete and self.delete_object(WORKFLOWS, name, namespace, propagation="Foreground")
+        if failure is not None:
+            raise failure
+        return deleted
 
     def apply_workflow_template(self, body: dict) -> str:
         """Create or update a WorkflowTemplate (``metadata.namespace`` set); say which was done."""
@@ -289,17 +317,34 @@ class AsyncVolcanoArgoHook(AsyncKubernetesHook):
         done = await self._custom("delete", res, namespace, method, name, propagation_policy=propagation, absent=False)
         return done is not False
 
-    async def stop_workflow(self, name: str, namespace: str, strategy: str = STOP_STRATEGY) -> None:
-        """Set the Workflow's ``spec.shutdown`` (``argo terminate``). A missing Workflow is fine."""
+    async def stop_workflow(self, name: str, namespace: str, strategy: str = STOP_STRATEGY) -> dict | None:
+        """Set the Workflow's ``spec.shutdown`` (``argo terminate``); return the Workflow, if any."""
         patch = {"spec": {"shutdown": strategy}}
-        await self._custom("patch", WORKFLOWS, namespace, "patch_namespaced_custom_object", name, patch,
-                           _content_type=MERGE_PATCH, absent=None)  # fmt: skip
+        return await self._custom("patch", WORKFLOWS, namespace, "patch_namespaced_custom_object", name, patch,
+                                  _content_type=MERGE_PATCH, absent=None)  # fmt: skip
+
+    async def terminate_jobs(self, workflow: dict, namespace: str) -> list[str]:
+        """Terminate the Volcano Jobs the Workflow created that still run (kept, pods gone); return their names."""
+        listed = await self.list_objects(VOLCANO_JOBS, namespace)
+        jobs = jobs_to_terminate(listed.get("items") or [], workflow["metadata"].get("uid"))
+        for job in jobs:
+            await self._custom("create", COMMANDS, namespace, "create_namespaced_custom_object", terminate_command(job))
+        return [job["metadata"]["name"] for job in jobs]
 
     async def clean_up_workflow(self, name: str, namespace: str, steps: CleanupSteps) -> bool:
-        """Stop and/or delete a Workflow as ``steps`` say; return whether it was deleted here."""
+        """Stop and/or delete a Workflow as ``steps`` say; return whether it was deleted here (see the sync hook)."""
+        failure: VolcanoArgoApiError | None = None
         if steps.stop:
-            await self.stop_workflow(name, namespace)
-        return steps.delete and await self.delete_object(WORKFLOWS, name, namespace, propagation="Foreground")
+            try:
+                workflow = await self.stop_workflow(name, namespace)
+                if workflow is not None and not steps.delete:
+                    await self.terminate_jobs(workflow, namespace)
+            except VolcanoArgoApiError as exc:
+                failure = exc
+        deleted = steps.delete and await self.delete_object(WORKFLOWS, name, namespace, propagation="Foreground")
+        if failure is not None:
+            raise failure
+        return deleted
 
 
 def _get(conn: async_client.ApiClient, path: str, query: list, timeout: Any):

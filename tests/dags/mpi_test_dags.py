@@ -66,6 +66,14 @@ with DAG("test_mpi_timeout", schedule=None, start_date=START, params=PARAMS) as 
         task_id="mpi", namespace="{{ params.namespace }}", execution_timeout=datetime.timedelta(seconds=8)
     )
 
+with DAG("test_mpi_timeout_kept", schedule=None, start_date=START, params=PARAMS) as mpi_timeout_kept:
+    VolcanoMPIJobOperator(
+        task_id="mpi",
+        namespace="{{ params.namespace }}",
+        execution_timeout=datetime.timedelta(seconds=8),
+        on_finish_action="keep_workflow",
+    )
+
 with DAG("test_mpi_blocking", schedule=None, start_date=START, params=PARAMS) as mpi_blocking:
     VolcanoMPIJobOperator(task_id="mpi", namespace="{{ params.namespace }}", deferrable=False, ensure_template=True)
 

@@ -41,6 +41,18 @@ def _workflow_events(sandbox, namespace: str) -> list[str]:
     return seen
 
 
+def _gang_terminated(sandbox, namespace: str) -> None:
+    """Wait until the namespace's one Volcano Job is ``Terminated`` (kept) and none of its pods runs any more."""
+
+    def terminated():
+        [job] = sandbox.api.list("vcjobs", namespace)["items"]
+        pods = sandbox.api.list("pods", namespace)["items"]
+        running = [p for p in pods if (p.get("status") or {}).get("phase") in ("Pending", "Running")]
+        return job["status"]["state"]["phase"] == "Terminated" and not running
+
+    wait_for(terminated, 60, what="the kept run's gang terminated")
+
+
 def _resources(task: dict) -> dict:
     return task["template"]["spec"]["containers"][0].get("resources") or {}
 
@@ -146,5 +158,22 @@ def test_sigterm_in_blocking_mode_applies_on_kill_action_and_nothing_else(
     if on_kill_action == "stop_workflow":
         [wf] = sandbox.api.list("workflows", mpi_namespace)["items"]  # stopped and kept
         assert wf["spec"]["shutdown"] == "Terminate" and "deletionTimestamp" not in wf["metadata"]
+        _gang_terminated(sandbox, mpi_namespace)  # Argo's shutdown alone leaves it running
         sandbox.api.delete("workflows", wf["metadata"]["name"], mpi_namespace)
+    assert leftovers(sandbox, mpi_namespace)[0] == 0
+
+
+def test_a_run_cut_by_its_deadline_and_kept_is_stopped_with_its_gang(sandbox, mpi_namespace, caplog, capfd):
+    from tests.dags.mpi_test_dags import mpi_timeout_kept
+
+    sandbox.kubelet.programs.script(ScriptedProgram(duration=3600), namespace=mpi_namespace, container="mpimaster")
+    try:
+        states, log = run_dag(mpi_timeout_kept, caplog, capfd, namespace=mpi_namespace)
+    finally:
+        sandbox.kubelet.programs.clear()
+    assert states == {"mpi": "failed"} and "execution_timeout reached" in log
+    [wf] = sandbox.api.list("workflows", mpi_namespace)["items"]  # kept, as asked
+    assert wf["spec"]["shutdown"] == "Terminate"
+    _gang_terminated(sandbox, mpi_namespace)
+    sandbox.api.delete("workflows", wf["metadata"]["name"], mpi_namespace)
     assert leftovers(sandbox, mpi_namespace)[0] == 0

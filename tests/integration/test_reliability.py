@@ -75,6 +75,7 @@ LABELS = {
     ("argoproj.io", "workflowtemplates"): "workflowtemplates.argoproj.io",
     ("batch.volcano.sh", "jobs"): "jobs.batch.volcano.sh",
     ("scheduling.volcano.sh", "podgroups"): "podgroups.scheduling.volcano.sh",
+    ("bus.volcano.sh", "commands"): "commands.bus.volcano.sh",
     ("", "pods"): "pods",
     ("", "pods/log"): "pods/log",
 }
@@ -89,6 +90,7 @@ SCENARIO_OF = {
     ("batch.volcano.sh", "jobs", "get"): "sensor",
     ("scheduling.volcano.sh", "podgroups", "get"): "gang",
     ("argoproj.io", "workflows", "get"): "reattach",  # the retry reads the Workflow its first try stored
+    ("bus.volcano.sh", "commands", "create"): "stop",  # a run cut by its deadline, kept: its gang is terminated
 }
 
 
@@ -142,6 +144,14 @@ def test_r9_each_verb_of_the_role_is_needed_and_named_when_missing(
         states, log = run_dag(mpi.mpi_unschedulable, caplog, capfd, namespace=mpi_namespace)
     elif scenario == "reattach":
         states, log = run_dag(mpi.mpi_reattach, caplog, capfd, namespace=mpi_namespace)
+    elif scenario == "stop":
+        sandbox.kubelet.programs.script(ScriptedProgram(duration=60), namespace=mpi_namespace, container="mpimaster")
+        try:
+            states, log = run_dag(mpi.mpi_timeout_kept, caplog, capfd, namespace=mpi_namespace)
+        finally:
+            sandbox.kubelet.programs.clear()
+            for wf in sandbox.api.list("workflows", mpi_namespace)["items"]:  # kept by the DAG: not left running
+                sandbox.api.delete("workflows", wf["metadata"]["name"], mpi_namespace)
     else:  # a run longer than the 15 s a 403 may last (RBAC propagation) before it is final
         sandbox.kubelet.programs.script(
             ScriptedProgram(lines=["R9 run"], duration=20), namespace=mpi_namespace, container="mpimaster"

@@ -134,6 +134,9 @@ def test_user_kill_while_deferred_follows_on_kill_action(sandbox, submitted, on_
     assert "deletionTimestamp" not in kept["metadata"]
     if not expected:  # keep_workflow: the run goes on untouched
         assert phase_of(sandbox.api, "workflows", wf["metadata"]["name"], ns) == "Running"
+    else:  # stop_workflow: the gang too (a TerminateJob Command), kept for inspection
+        wait_for(lambda: phase_of(sandbox.api, "vcjobs", "traced", ns) == "Terminated", 60, what="gang terminated")
+        assert phase_of(sandbox.api, "vcjobs", "traced", ns) == "Terminated"
     sandbox.api.delete("workflows", wf["metadata"]["name"], ns)
     assert leftovers(sandbox, ns)[0] == 0
 

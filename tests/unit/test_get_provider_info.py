@@ -76,6 +76,7 @@ def test_airflow_role_is_exactly_the_verbs_the_provider_uses():
         ("argoproj.io", "workflowtemplates", "get"),
         *(("batch.volcano.sh", "jobs", v) for v in ("get", "list", "watch")),
         ("scheduling.volcano.sh", "podgroups", "get"),
+        ("bus.volcano.sh", "commands", "create"),
         ("", "pods", "list"),
         ("", "pods", "watch"),
         ("", "pods/log", "get"),

@@ -64,18 +64,36 @@ def test_a_refusal_names_the_missing_rbac_rule_and_the_server_message():
     assert 'User "sa" cannot patch' in str(error)
 
 
-class _FakeCustomObjects:
-    """Answers every call with the ApiException of ``status`` (None: success)."""
+def _job(name: str, phase: str, owner_uid: str) -> dict:
+    return {
+        "metadata": {"name": name, "uid": f"{name}-uid", "ownerReferences": [{"uid": owner_uid}]},
+        "status": {"state": {"phase": phase}},
+    }
 
-    def __init__(self, status: int | None):
-        self.status = status
+
+#: What the fake API holds: the Workflow "wf" and three Volcano Jobs, one of them its running gang.
+LISTED_JOBS = [_job("gang", "Running", "wf-uid"), _job("done", "Completed", "wf-uid"), _job("other", "Running", "x")]
+
+
+class _FakeCustomObjects:
+    """Answers the calls ``failing`` names (every call if None) with the ApiException of ``status`` (None: success)."""
+
+    def __init__(self, status: int | None, failing: set[str] | None = None):
+        self.status, self.failing = status, failing
         self.calls: list[str] = []
+        self.created: list[dict] = []
 
     def __getattr__(self, method: str):
         def call(*args, **kwargs):
             self.calls.append(method)
-            if self.status is not None:
+            if self.status is not None and (self.failing is None or method in self.failing):
                 raise ApiException(status=self.status, reason="x")
+            if method.startswith("patch"):
+                return {"metadata": {"name": "wf", "uid": "wf-uid"}}
+            if method.startswith("list"):
+                return {"items": LISTED_JOBS}
+            if method.startswith("create"):
+                self.created.append(args[-1])
             return {"kind": "Status"}
 
         return call
@@ -83,8 +101,8 @@ class _FakeCustomObjects:
 
 @pytest.fixture
 def sync_hook(monkeypatch):
-    def make(status: int | None) -> tuple[VolcanoArgoHook, _FakeCustomObjects]:
-        fake = _FakeCustomObjects(status)
+    def make(status: int | None, failing: set[str] | None = None) -> tuple[VolcanoArgoHook, _FakeCustomObjects]:
+        fake = _FakeCustomObjects(status, failing)
         monkeypatch.setattr(VolcanoArgoHook, "custom_object_client", property(lambda self: fake))
         return VolcanoArgoHook(conn_id="kubernetes_default"), fake
 
@@ -118,10 +136,26 @@ def test_clean_up_does_only_the_steps_asked(sync_hook):
     hook, fake = sync_hook(None)
     assert hook.clean_up_workflow("wf", "ns", CleanupSteps(stop=False, delete=False)) is False
     assert fake.calls == []
+    # a stop that keeps the Workflow terminates the gang it created, which Argo's shutdown does not reach
     assert hook.clean_up_workflow("wf", "ns", CleanupSteps(stop=True, delete=False)) is False
-    assert fake.calls == ["patch_namespaced_custom_object"]
+    assert fake.calls == [
+        "patch_namespaced_custom_object",
+        "list_namespaced_custom_object",
+        "create_namespaced_custom_object",
+    ]
+    [command] = fake.created
+    assert (command["kind"], command["action"], command["target"]["name"]) == ("Command", "TerminateJob", "gang")
+    # a deletion takes the gang with it (owner references)
+    del fake.calls[:]
     assert hook.clean_up_workflow("wf", "ns", CleanupSteps(stop=True, delete=True)) is True
-    assert fake.calls[1:] == ["patch_namespaced_custom_object", "delete_namespaced_custom_object"]
+    assert fake.calls == ["patch_namespaced_custom_object", "delete_namespaced_custom_object"]
+
+
+def test_a_stop_refused_still_deletes_then_names_the_refusal(sync_hook):
+    hook, fake = sync_hook(403, failing={"patch_namespaced_custom_object"})
+    with pytest.raises(ApiForbiddenError, match="may not patch workflows.argoproj.io"):
+        hook.clean_up_workflow("wf", "ns", CleanupSteps(stop=True, delete=True))
+    assert fake.calls == ["patch_namespaced_custom_object", "delete_namespaced_custom_object"]
 
 
 class _Response:
