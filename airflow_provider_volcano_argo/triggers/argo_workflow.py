@@ -21,6 +21,9 @@ from airflow_provider_volcano_argo.version_compat import AIRFLOW_V_3_3_PLUS
 if TYPE_CHECKING:
     from airflow_provider_volcano_argo.hooks.volcano_argo import AsyncVolcanoArgoHook
 
+#: Task instance states in which the run is someone's to follow: never destroyed from here.
+TASK_ALIVE_STATES = frozenset({"deferred", "running"})
+
 
 class ArgoWorkflowTrigger(BaseTrigger):
     """Yield one event when the followed Volcano Job (or, without ``job_name``, the Workflow) has ended.
@@ -81,25 +84,32 @@ class ArgoWorkflowTrigger(BaseTrigger):
             self.log.exception("Could not stop Argo Workflow %s", name)
 
     async def on_kill(self) -> None:
-        """Stop the Workflow and delete it per policy: a user killed the deferred task (Airflow >= 3.3)."""
-        if not self._fired:
+        """Stop the Workflow and delete it per policy, when a user killed the deferred task (Airflow >= 3.3).
+
+        Airflow 3.3 also cancels a trigger this way when it moves to another triggerer (HA, missed heartbeats):
+        then the task instance is still deferred and the other triggerer follows the run, so nothing is touched.
+        """
+        if not self._fired and not await self._task_alive():
             await self._stop_and_delete()
 
     async def cleanup(self) -> None:
         """Never cancel external work on its own: this also runs on every triggerer restart.
 
         Before Airflow 3.3 (no ``on_kill``), a kill is told apart from a restart as KubernetesPodTrigger does:
-        only when the task instance is no longer DEFERRED.
+        only when the task instance is no longer deferred (or running).
         """
         if AIRFLOW_V_3_3_PLUS or self._fired or not kill_steps(self.on_kill_action).needed:
             return
+        if not await self._task_alive():
+            await self._stop_and_delete()
+
+    async def _task_alive(self) -> bool:
+        """Tell whether the task instance is still deferred or running; when its state cannot be read, say so."""
         try:
-            if await self._task_state() == "deferred":
-                return
+            return await self._task_state() in TASK_ALIVE_STATES
         except Exception:
             self.log.warning("Could not read the task state; leaving the Workflow running.", exc_info=True)
-            return
-        await self._stop_and_delete()
+            return True
 
     async def _task_state(self) -> str | None:
         from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance

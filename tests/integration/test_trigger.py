@@ -60,6 +60,11 @@ def _logging_triggers(ns: str, workflows: dict[str, dict], shown: dict[str, list
     return triggers
 
 
+async def _marked_failed() -> str:
+    """The task instance's state as the triggerer reads it from Airflow after a user marked the task failed."""
+    return "failed"
+
+
 def _rebuild(trigger: ArgoWorkflowTrigger) -> ArgoWorkflowTrigger:
     classpath, kwargs = trigger.serialize()
     module, name = classpath.rsplit(".", 1)
@@ -90,6 +95,7 @@ def test_user_kill_while_deferred_stops_and_deletes_everything(sandbox, submitte
         with pytest.raises(asyncio.CancelledError):
             await task
         assert phase_of(sandbox.api, "vcjobs", "traced", ns) == "Running"  # the kill, not the job's end, stops it
+        trigger._task_state = _marked_failed
         await trigger.on_kill()
 
     asyncio.run(scenario())
@@ -125,6 +131,7 @@ def test_user_kill_while_deferred_follows_on_kill_action(sandbox, submitted, on_
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+        trigger._task_state = _marked_failed
         await trigger.on_kill()
 
     asyncio.run(scenario())

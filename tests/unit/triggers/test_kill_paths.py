@@ -49,12 +49,26 @@ def _trigger(monkeypatch, on_kill_action: str = "delete_workflow", task_state=No
     ],
 )
 def test_on_kill_applies_the_policy_unless_the_event_fired(monkeypatch, action, steps):
-    trigger, hook = _trigger(monkeypatch, action)
+    trigger, hook = _trigger(monkeypatch, action, task_state="failed")  # marked failed by a user
     asyncio.run(trigger.on_kill())
     assert hook.calls == [("wf", "ns", s) for s in steps]
-    fired, hook = _trigger(monkeypatch, action)
+    fired, hook = _trigger(monkeypatch, action, task_state="failed")
     fired._fired = True  # the run ended and its event is on its way: execute_complete cleans up
     asyncio.run(fired.on_kill())
+    assert hook.calls == []
+
+
+@pytest.mark.parametrize(
+    "task_state",
+    [
+        "deferred",  # HA: the trigger moved to another triggerer, which follows the run on
+        "running",  # its event was delivered and the task resumed in a worker
+        RuntimeError("API server unreachable"),  # unknown: never destroy work on a guess
+    ],
+)
+def test_on_kill_leaves_a_run_someone_still_follows(monkeypatch, task_state):
+    trigger, hook = _trigger(monkeypatch, task_state=task_state)
+    asyncio.run(trigger.on_kill())
     assert hook.calls == []
 
 
@@ -84,3 +98,38 @@ def test_before_airflow_3_3_cleanup_after_the_event_fired_does_nothing(monkeypat
     trigger._fired = True
     asyncio.run(trigger.cleanup())
     assert hook.calls == []
+
+
+@pytest.mark.parametrize(("task_state", "stopped"), [("deferred", False), ("failed", True)])
+def test_airflows_trigger_runner_cancel_path_destroys_only_a_task_no_longer_deferred(monkeypatch, task_state, stopped):
+    """Airflow 3.3's ``TriggerRunner`` cancels a trigger "by user action" and awaits ``on_kill`` both when a user
+    marked the task failed and when the trigger moved to another triggerer (HA); only the first may stop the run.
+    """
+    import types
+
+    from airflow.jobs.triggerer_job_runner import TriggerRunner
+
+    from airflow_provider_volcano_argo.engine.workflow_follower import WorkflowFollower
+
+    async def follows_for_ever(self):
+        await asyncio.sleep(3600)
+
+    monkeypatch.setattr(WorkflowFollower, "run", follows_for_ever)
+    monkeypatch.setenv("AIRFLOW_DISABLE_GREENBACK_PORTAL", "true")
+    trigger, hook = _trigger(monkeypatch, task_state=task_state)
+    trigger.task_instance = types.SimpleNamespace(
+        id="ti", dag_id="d", task_id="t", run_id="r", try_number=1, map_index=-1, context_carrier={}
+    )
+
+    async def scenario():
+        runner = TriggerRunner()
+        task = asyncio.create_task(runner.run_trigger(1, trigger))
+        runner.triggers[1] = {"task": task, "name": "ArgoWorkflowTrigger", "events": 0, "is_watcher": False}
+        await asyncio.sleep(0.1)  # running, deferred
+        runner.to_cancel.append(1)
+        await runner.cancel_triggers()
+        return await asyncio.gather(task, return_exceptions=True)
+
+    [ended] = asyncio.run(scenario())
+    assert isinstance(ended, asyncio.CancelledError)  # cancelled as Airflow cancels, nothing else went wrong
+    assert hook.calls == ([("wf", "ns", CleanupSteps(stop=True, delete=True))] if stopped else [])
