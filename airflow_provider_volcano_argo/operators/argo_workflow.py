@@ -55,6 +55,8 @@ if TYPE_CHECKING:
 ON_FINISH_ACTIONS = tuple(action.value for action in OnFinishAction)
 ON_KILL_ACTIONS = tuple(action.value for action in OnKillAction)
 IDENTITY_KEY = "argo_workflow"
+#: ``task_state_store`` key of a successful result, kept for a try after a success that was not recorded.
+OUTCOME_KEY = "argo_workflow_outcome"
 #: ``next_method`` of a task Airflow resumes only to fail it (``airflow.sdk.bases.operator.TRIGGER_FAIL_REPR``).
 TRIGGER_FAIL_REPR = "__fail__"
 
@@ -89,6 +91,10 @@ class ArgoWorkflowTemplateOperator(KubernetesConnectionFields, BaseOperator):
     :param cluster_context: kubeconfig context, overriding the connection's.
     :param config_file: kubeconfig path, overriding the connection's.
     :param in_cluster: use the pod's service account, overriding the connection's.
+    :param durable: a later try of the task instance follows the Workflow an earlier try left running instead of
+        submitting another, and returns the result an earlier try reached but could not record (kept in
+        ``task_state_store``, Airflow >= 3.3, as Airflow's ``ResumableJobMixin`` does); False: every try submits
+        anew. Named as KubernetesPodOperator names it.
     """
 
     # ``workflow`` is not templated: Argo's own ``{{...}}`` expressions in a manifest are not Jinja's
@@ -131,6 +137,7 @@ class ArgoWorkflowTemplateOperator(KubernetesConnectionFields, BaseOperator):
         cluster_context: str | None = None,
         config_file: str | None = None,
         in_cluster: bool | None = None,
+        durable: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -160,6 +167,7 @@ class ArgoWorkflowTemplateOperator(KubernetesConnectionFields, BaseOperator):
         self.cluster_context = cluster_context
         self.config_file = config_file
         self.in_cluster = in_cluster
+        self.durable = durable
         self._followed: tuple[str, str] | None = None
         self._killed = False
 
@@ -244,7 +252,16 @@ class ArgoWorkflowTemplateOperator(KubernetesConnectionFields, BaseOperator):
         self.namespace = namespace
         validate_submission(namespace, self.workflow_name, self.labels)  # bad input is refused before any API call
         parameters = self.workflow_parameters(context)
-        workflow = self._find_live_workflow(hook, namespace, context)
+        store = context.get("task_state_store") if self.durable else None
+        outcome = store.get(OUTCOME_KEY) if store is not None else None
+        if isinstance(outcome, dict) and outcome.get("status") == "success":
+            self.log.info(
+                "An earlier try of this task instance succeeded (Argo Workflow %s) but could not record it: "
+                "returning its result instead of running again (durable=False runs every try anew).",
+                outcome.get("workflow_name"),
+            )
+            return outcome
+        workflow = self._find_live_workflow(hook, namespace, context) if self.durable else None
         if workflow is not None:
             self.log.info(
                 "Reattaching to Argo Workflow %s left running by an earlier try.", workflow["metadata"]["name"]
@@ -305,6 +322,9 @@ class ArgoWorkflowTemplateOperator(KubernetesConnectionFields, BaseOperator):
             if not succeeded:
                 raise AirflowException(failure_message(event, self.log_task))
             self.log.info("%s", event["message"])
+            store = context.get("task_state_store") if self.durable else None
+            if store is not None:  # before the Workflow goes: a try after a worker lost here returns it
+                store.set(OUTCOME_KEY, result)
             return result
         finally:
             if not self._killed:  # blocking mode goes on after on_kill: the kill's policy stands, not the finish's

@@ -61,6 +61,22 @@ with DAG("test_mpi_reattach", schedule=None, start_date=START, params=PARAMS) as
         task_id="mpi", namespace="{{ params.namespace }}", retries=1, retry_delay=datetime.timedelta(0)
     )
 
+
+class WorkerDiesAfterSuccess(VolcanoMPIJobOperator):
+    """On its first try, the worker is lost once the run succeeded, before Airflow recorded the success."""
+
+    def execute_complete(self, context, event):
+        result = super().execute_complete(context, event)
+        if context["ti"].try_number == 1:
+            raise RuntimeError("worker lost after the run succeeded (simulated)")
+        return result
+
+
+with DAG("test_mpi_success_unrecorded", schedule=None, start_date=START, params=PARAMS) as mpi_success_unrecorded:
+    WorkerDiesAfterSuccess(
+        task_id="mpi", namespace="{{ params.namespace }}", retries=1, retry_delay=datetime.timedelta(0)
+    )
+
 with DAG("test_mpi_timeout", schedule=None, start_date=START, params=PARAMS) as mpi_timeout:
     VolcanoMPIJobOperator(
         task_id="mpi", namespace="{{ params.namespace }}", execution_timeout=datetime.timedelta(seconds=8)

@@ -135,6 +135,27 @@ def test_retried_task_reattaches_to_the_live_workflow(sandbox, mpi_namespace, ca
     assert (delivered, repeated, left) == (len(lines), 0, 0)  # its log shown once; nothing left
 
 
+def test_a_retry_after_a_success_that_was_not_recorded_returns_it_without_running_again(
+    sandbox, mpi_namespace, caplog, capfd
+):
+    from tests.dags.mpi_test_dags import mpi_success_unrecorded
+
+    created: list[str] = []
+
+    def record(kind: str, obj: dict, old: dict | None) -> None:
+        if kind == "ADDED" and obj["metadata"]["namespace"] == mpi_namespace:
+            created.append(obj["metadata"]["name"])
+
+    sandbox.cluster.informer("workflows").subscribe(record)
+    states, log = run_dag(mpi_success_unrecorded, caplog, capfd, namespace=mpi_namespace)
+    assert states == {"mpi": "success"}, log[-3000:]
+    assert "worker lost after the run succeeded (simulated)" in log
+    assert "An earlier try of this task instance succeeded" in log
+    assert len(created) == 1  # the MPI run ran once
+    result = xcom_result("test_mpi_success_unrecorded", "mpi")
+    assert result["status"] == "success" and result["workflow_name"] == created[0]
+
+
 @pytest.mark.reliability
 def test_execution_timeout_while_deferred_stops_and_removes_everything(
     sandbox, mpi_namespace, caplog, capfd, reliability

@@ -114,3 +114,46 @@ def test_a_run_cut_by_its_deadline_is_stopped_even_when_kept(monkeypatch):
     with pytest.raises(Exception, match="execution_timeout reached"):
         op.execute_complete({"ti": None}, event)
     assert hook.calls == [("wf", "ns", CleanupSteps(stop=True, delete=False))]
+
+
+class _Store:
+    """A task_state_store: a dict behind get/set."""
+
+    def __init__(self, **values) -> None:
+        self.values = dict(values)
+
+    def get(self, key):
+        return self.values.get(key)
+
+    def set(self, key, value) -> None:
+        self.values[key] = value
+
+
+def test_a_success_is_kept_before_the_clean_up_and_a_later_try_returns_it(monkeypatch):
+    hook = _RecordingHook()
+    monkeypatch.setattr(VolcanoMPIJobOperator, "hook", property(lambda self: hook))
+    store = _Store()
+    event = {"status": "success", "message": "Volcano Job j Completed.", "reason": "completed", "details": [],
+             "namespace": "ns", "workflow": {"name": "wf", "uid": "u", "phase": "Succeeded", "message": ""},
+             "jobs": [], "tails": {}, "lines_streamed": 3, "exit_codes": [], "log_book": {}}  # fmt: skip
+    result = VolcanoMPIJobOperator(task_id="mpi").execute_complete({"task_state_store": store}, event)
+    assert store.values == {"argo_workflow_outcome": result} and result["workflow_name"] == "wf"
+    assert len(hook.calls) == 1  # then deleted, per on_finish_action
+
+    monkeypatch.setattr(VolcanoMPIJobOperator, "hook", property(lambda self: hook))
+    again = VolcanoMPIJobOperator(task_id="mpi", job_name="j")
+    context = {**CONTEXT, "task_state_store": store}
+    monkeypatch.setattr(again, "_find_live_workflow", lambda *a: pytest.fail("no resubmission, no reattach"))
+    monkeypatch.setattr(type(hook), "resolve_namespace", lambda self, ns: ns or "default", raising=False)
+    assert again.execute(context) == result
+
+
+def test_durable_false_keeps_nothing_and_runs_every_try_anew(monkeypatch):
+    hook = _RecordingHook()
+    monkeypatch.setattr(VolcanoMPIJobOperator, "hook", property(lambda self: hook))
+    store = _Store(argo_workflow_outcome={"status": "success", "workflow_name": "old"})
+    op = VolcanoMPIJobOperator(task_id="mpi", job_name="j", durable=False)
+    monkeypatch.setattr(type(hook), "resolve_namespace", lambda self, ns: ns or "default", raising=False)
+    monkeypatch.setattr(op, "_check_template", lambda *a: (_ for _ in ()).throw(RuntimeError("submits anew")))
+    with pytest.raises(RuntimeError, match="submits anew"):
+        op.execute({**CONTEXT, "task_state_store": store})
