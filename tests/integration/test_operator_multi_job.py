@@ -28,7 +28,7 @@ def test_upstream_examples_follow_every_job(
     # each job runs a little over a second, so "after" shows in second-precision creation timestamps
     sandbox.kubelet.programs.script(ScriptedProgram(lines=["< working >"], duration=1.2), namespace=ns)
     monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", sandbox.airflow_connection())
-    examples = upstream_dir / "volcano/example/integrations/argo"
+    examples = (upstream_dir / "volcano/example/integrations/argo").resolve()  # relative paths are the DAG folder's
     try:
         states, log = run_dag(dag, caplog, capfd, namespace=ns, examples_dir=str(examples))
     finally:
