@@ -168,10 +168,12 @@ def failure_message(event: FollowEvent, log_task: str) -> str:
 
 
 def _cut(line: str, limit: int) -> str:
+    """Return ``line`` within ``limit`` bytes, the note of what was cut included (else it would not fit a share)."""
     data = line.encode()
     if len(data) <= limit:
         return line
-    return data[:limit].decode(errors="ignore") + f" ... [{len(data) - limit} bytes cut]"
+    keep = max(limit - len(f" ... [{len(data)} bytes cut]"), 0)  # the count cut has at most as many digits
+    return data[:keep].decode(errors="ignore") + f" ... [{len(data) - keep} bytes cut]"
 
 
 def bounded_tails(tails: dict[str, list[str]], budget: int = TAIL_BUDGET_BYTES) -> dict[str, list[str]]:

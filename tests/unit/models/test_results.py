@@ -179,9 +179,11 @@ def test_tails_fit_the_event_budget_newest_lines_first_long_lines_cut():
     assert sum(len(line.encode()) for lines in bounded.values() for line in lines) <= TAIL_BUDGET_BYTES
     for lines in bounded.values():
         assert lines[-1] == "last" and lines[0] == "line 0"  # all of a share's lines fit, in their order
-        assert lines[-2].startswith("x" * TAIL_LINE_BYTES) and lines[-2].endswith(
-            f"... [{1024 * 1024 - TAIL_LINE_BYTES} bytes cut]"
-        )
+        cut = lines[-2]
+        kept = cut.split(" ... [")[0]
+        assert set(kept) == {"x"} and len(kept) > 4000
+        assert cut == kept + f" ... [{1024 * 1024 - len(kept)} bytes cut]"
+        assert len(cut.encode()) <= TAIL_LINE_BYTES  # the note of what was cut included
 
 
 def test_many_jobs_share_the_budget_and_keep_their_newest_lines():
@@ -194,4 +196,14 @@ def test_many_jobs_share_the_budget_and_keep_their_newest_lines():
 
 
 def test_a_multibyte_line_is_cut_on_a_character_boundary():
-    assert bounded_tails({"j": ["é" * 5000]}, budget=10_000)["j"][0].startswith("é" * 2048)
+    [cut] = bounded_tails({"j": ["é" * 5000]}, budget=10_000)["j"]
+    kept = cut.split(" ... [")[0]
+    assert set(kept) == {"é"} and len(kept) > 2000  # whole characters only (2 bytes each), none split
+    assert cut == kept + f" ... [{10_000 - 2 * len(kept)} bytes cut]" and len(cut.encode()) <= TAIL_LINE_BYTES
+
+
+def test_a_long_newest_line_is_cut_to_fit_a_small_share_not_dropped():
+    tails = {f"job-{n}": ["earlier", "z" * 10_000] for n in range(200)}
+    for lines in bounded_tails(tails, budget=64 * 1024).values():
+        assert lines[-1].startswith("z") and lines[-1].endswith(" bytes cut]")
+        assert sum(len(line.encode()) for line in lines) <= 64 * 1024 // 200
