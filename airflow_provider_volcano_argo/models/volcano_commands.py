@@ -2,7 +2,9 @@
 
 Argo's ``spec.shutdown`` stops Argo's own pods only; a Volcano Job the Workflow created runs on (with its nodes and
 GPUs) until it is deleted. A ``TerminateJob`` Command stops it and keeps it for inspection, as ``vcctl`` issues
-commands (volcano ``pkg/cli/util``: ``CreateJobCommand``).
+commands (volcano ``pkg/cli/util``: ``CreateJobCommand``): in Pending and Running, the job controller's state
+machine answers ``TerminateJobAction`` with ``KillJob(PodRetainPhaseSoft)`` and phase Terminating
+(``pkg/controllers/job/state/pending.go``, ``running.go``: ``Execute``), then Terminated once the pods are gone.
 """
 
 from __future__ import annotations
