@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from airflow_provider_volcano_argo.engine.kill_guard import finish_despite_cancels
 from airflow_provider_volcano_argo.engine.workflow_follower import WorkflowFollower
 from airflow_provider_volcano_argo.hooks.connection import KubernetesConnection
 from airflow_provider_volcano_argo.models.follow import FollowSpec
@@ -23,6 +24,13 @@ if TYPE_CHECKING:
 
 #: Task instance states in which the run is someone's to follow: never destroyed from here.
 TASK_ALIVE_STATES = frozenset({"deferred", "running"})
+
+
+def kill_seconds() -> float:
+    """Return how long a kill's clean-up may take: within Airflow's ``[triggerer] on_kill_timeout`` (3.3: 30 s)."""
+    from airflow.configuration import conf
+
+    return max(conf.getfloat("triggerer", "on_kill_timeout", fallback=30.0) - 2.0, 1.0)
 
 
 class ArgoWorkflowTrigger(BaseTrigger):
@@ -89,8 +97,11 @@ class ArgoWorkflowTrigger(BaseTrigger):
         Airflow 3.3 also cancels a trigger this way when it moves to another triggerer (HA, missed heartbeats):
         then the task instance is still deferred and the other triggerer follows the run, so nothing is touched.
         """
-        if not self._fired and not await self._task_alive():
-            await self._stop_and_delete()
+        if self._fired:
+            return
+        if not await finish_despite_cancels(self._stop_unless_task_alive(), kill_seconds()):
+            self.log.warning("Stopping Argo Workflow %s took too long; a retry or `volcano-argo gc` ends it.",
+                             self.spec["workflow_name"])  # fmt: skip
 
     async def cleanup(self) -> None:
         """Never cancel external work on its own: this also runs on every triggerer restart.
@@ -98,9 +109,12 @@ class ArgoWorkflowTrigger(BaseTrigger):
         Before Airflow 3.3 (no ``on_kill``), a kill is told apart from a restart as KubernetesPodTrigger does:
         only when the task instance is no longer deferred (or running).
         """
-        if AIRFLOW_V_3_3_PLUS or self._fired or not kill_steps(self.on_kill_action).needed:
+        if AIRFLOW_V_3_3_PLUS or self._fired:
             return
-        if not await self._task_alive():
+        await finish_despite_cancels(self._stop_unless_task_alive(), kill_seconds())
+
+    async def _stop_unless_task_alive(self) -> None:
+        if kill_steps(self.on_kill_action).needed and not await self._task_alive():
             await self._stop_and_delete()
 
     async def _task_alive(self) -> bool:

@@ -105,6 +105,33 @@ def test_airflows_trigger_runner_cancel_path_destroys_only_a_task_no_longer_defe
     """Airflow 3.3's ``TriggerRunner`` cancels a trigger "by user action" and awaits ``on_kill`` both when a user
     marked the task failed and when the trigger moved to another triggerer (HA); only the first may stop the run.
     """
+    trigger, hook = _trigger(monkeypatch, task_state=task_state)
+    ended = _cancel_in_airflows_trigger_runner(monkeypatch, trigger)
+    assert isinstance(ended, asyncio.CancelledError)  # cancelled as Airflow cancels, nothing else went wrong
+    assert hook.calls == ([("wf", "ns", CleanupSteps(stop=True, delete=True))] if stopped else [])
+
+
+def test_a_kill_s_clean_up_survives_the_cancel_airflow_resends_at_every_sync(monkeypatch):
+    """The triggerer's supervisor re-sends ``to_cancel`` at each state sync until the trigger ends, and the runner
+    cancels again each time: a task-state read slower than one sync (3 s, seen in tests/deployment) must not cut
+    the clean-up off (it did: the Workflow was left running after "Stopping Argo Workflow").
+    """
+    trigger, hook = _trigger(monkeypatch)
+
+    async def slow_state():
+        await asyncio.sleep(0.3)
+        return "failed"
+
+    monkeypatch.setattr(trigger, "_task_state", slow_state)
+    ended = _cancel_in_airflows_trigger_runner(monkeypatch, trigger, syncs=10)
+    assert isinstance(ended, asyncio.CancelledError)
+    assert hook.calls == [("wf", "ns", CleanupSteps(stop=True, delete=True))]
+
+
+def _cancel_in_airflows_trigger_runner(monkeypatch, trigger, syncs: int = 1):
+    """Run ``trigger`` in Airflow 3.3's ``TriggerRunner`` (its follow faked to last), then cancel it by user action
+    at ``syncs`` state syncs 0.05 s apart, as the supervisor re-sends ``to_cancel``; return how its task ended.
+    """
     import types
 
     from airflow.jobs.triggerer_job_runner import TriggerRunner
@@ -116,7 +143,6 @@ def test_airflows_trigger_runner_cancel_path_destroys_only_a_task_no_longer_defe
 
     monkeypatch.setattr(WorkflowFollower, "run", follows_for_ever)
     monkeypatch.setenv("AIRFLOW_DISABLE_GREENBACK_PORTAL", "true")
-    trigger, hook = _trigger(monkeypatch, task_state=task_state)
     trigger.task_instance = types.SimpleNamespace(
         id="ti", dag_id="d", task_id="t", run_id="r", try_number=1, map_index=-1, context_carrier={}
     )
@@ -126,10 +152,11 @@ def test_airflows_trigger_runner_cancel_path_destroys_only_a_task_no_longer_defe
         task = asyncio.create_task(runner.run_trigger(1, trigger))
         runner.triggers[1] = {"task": task, "name": "ArgoWorkflowTrigger", "events": 0, "is_watcher": False}
         await asyncio.sleep(0.1)  # running, deferred
-        runner.to_cancel.append(1)
-        await runner.cancel_triggers()
+        for _ in range(syncs):
+            runner.to_cancel.append(1)
+            await runner.cancel_triggers()
+            await asyncio.sleep(0.05)
         return await asyncio.gather(task, return_exceptions=True)
 
     [ended] = asyncio.run(scenario())
-    assert isinstance(ended, asyncio.CancelledError)  # cancelled as Airflow cancels, nothing else went wrong
-    assert hook.calls == ([("wf", "ns", CleanupSteps(stop=True, delete=True))] if stopped else [])
+    return ended
