@@ -107,15 +107,11 @@ def prepare_namespace(sb, name: str) -> str:
 
     The Airflow connection (least privilege) goes into ``AIRFLOW_CONN_KUBERNETES_DEFAULT``.
     """
-    from airflow_provider_volcano_argo import templates
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    from tests.integration.helpers import install_mpi_templates
 
-    ns = sb.create_namespace(name)
-    for template in templates.TEMPLATE_FILES:
-        body = templates.workflow_template(template)
-        body["metadata"]["namespace"] = ns
-        sb.apply(body)
-    for doc in templates.argo_rbac(ns):
-        sb.apply(doc)
+    ns = install_mpi_templates(sb, sb.create_namespace(name))
     os.environ["AIRFLOW_CONN_KUBERNETES_DEFAULT"] = sb.airflow_connection()
     return ns
 

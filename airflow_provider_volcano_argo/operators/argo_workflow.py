@@ -106,6 +106,7 @@ class ArgoWorkflowTemplateOperator(KubernetesConnectionFields, BaseOperator):
         "workflow_name",
         "labels",
         "kubernetes_conn_id",
+        "config_file",
     )
     template_fields_renderers = {"parameters": "json"}
     operator_extra_links = (ArgoWorkflowLink(),)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_volcano_argo import templates
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
 
 if TYPE_CHECKING:
@@ -111,6 +112,17 @@ def pod_log(api: KubeApi, namespace: str, pod: str, container: str) -> str:
         "GET", f"/api/v1/namespaces/{namespace}/pods/{pod}/log", query={"container": container}, stream=True
     )
     return response.data.decode()
+
+
+def install_mpi_templates(sandbox, namespace: str) -> str:
+    """Install the shipped WorkflowTemplates and Argo-side RBAC in ``namespace`` (as cluster admin); return it."""
+    for name in templates.TEMPLATE_FILES:
+        body = templates.workflow_template(name)
+        body["metadata"]["namespace"] = namespace
+        sandbox.apply(body)
+    for doc in templates.argo_rbac(namespace):
+        sandbox.apply(doc)
+    return namespace
 
 
 def grant_upstream_rbac(sandbox, upstream_dir, namespace: str) -> None:

@@ -35,6 +35,7 @@ class Scenario:
 
 
 _TRIGGER, _MPI, _REL = "test_trigger.py", "test_operator_volcano_mpi.py", "test_reliability.py"
+_DEPLOY = "test_deployment.py"  # tests/deployment: a real Airflow, separate processes on PostgreSQL
 SCENARIOS = [
     Scenario(
         "R1",
@@ -92,6 +93,31 @@ SCENARIOS = [
         "R13",
         "no secret in any log or report",
         f"{_REL}::test_r13_no_token_or_kubeconfig_secret_in_any_task_log_or_error",
+    ),
+    Scenario(
+        "R14",
+        "deployment: ETL -> MPI -> downstream, workers from XCom",
+        f"{_DEPLOY}::test_r14_etl_mpi_downstream_chain_with_workers_from_xcom",
+    ),
+    Scenario(
+        "R15",
+        "deployment: execution_timeout while deferred, master printing",
+        f"{_DEPLOY}::test_r15_execution_timeout_while_deferred_ends_a_run_that_keeps_printing",
+    ),
+    Scenario(
+        "R16",
+        "deployment: every triggerer SIGKILLed mid-stream, a new one started",
+        f"{_DEPLOY}::test_r16_every_triggerer_killed_hard_mid_stream",
+    ),
+    Scenario(
+        "R17",
+        "deployment: triggerer stalled past the health threshold, then resumed",
+        f"{_DEPLOY}::test_r17_stalled_triggerer_hands_over_and_does_not_destroy_the_run",
+    ),
+    Scenario(
+        "R18",
+        "deployment: marked failed while deferred",
+        f"{_DEPLOY}::test_r18_marked_failed_while_deferred_removes_the_gang",
     ),
 ]
 
