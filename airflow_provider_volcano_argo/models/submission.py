@@ -33,11 +33,19 @@ def workflow_from_manifest(manifest: Any, source: str) -> dict[str, Any]:
     return body
 
 
-def with_submission(body: dict[str, Any], name: str, labels: dict[str, str], parameters: dict[str, str]) -> dict:
-    """Name ``body``, add ``labels`` and set ``parameters`` over the arguments it has (they win by name)."""
+def with_submission(
+    body: dict[str, Any],
+    name: str,
+    labels: dict[str, str],
+    parameters: dict[str, str],
+    annotations: dict[str, str] | None = None,
+) -> dict:
+    """Name ``body``, add ``labels`` and ``annotations``, set ``parameters`` over the arguments it has (by name)."""
     meta = body.setdefault("metadata", {})
     meta["name"] = name
     meta.setdefault("labels", {}).update(labels)
+    if annotations:
+        meta.setdefault("annotations", {}).update(annotations)
     if parameters:
         spec = body.setdefault("spec", {})
         given = {p["name"]: p for p in (spec.get("arguments") or {}).get("parameters", [])}

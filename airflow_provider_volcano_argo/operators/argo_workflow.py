@@ -39,6 +39,7 @@ from airflow_provider_volcano_argo.models.policies import (
     kill_steps,
     parse_policy,
 )
+from airflow_provider_volcano_argo.models.reaping import IDENTITY_XCOM_KEY, TaskTry, reaper_annotations
 from airflow_provider_volcano_argo.models.resources import WORKFLOW_TEMPLATES, WORKFLOWS
 from airflow_provider_volcano_argo.models.results import FollowEvent, failure_message, summarize
 from airflow_provider_volcano_argo.models.submission import (
@@ -54,7 +55,7 @@ if TYPE_CHECKING:
 
 ON_FINISH_ACTIONS = tuple(action.value for action in OnFinishAction)
 ON_KILL_ACTIONS = tuple(action.value for action in OnKillAction)
-IDENTITY_KEY = "argo_workflow"
+IDENTITY_KEY = IDENTITY_XCOM_KEY
 #: ``task_state_store`` key of a successful result, kept for a try after a success that was not recorded.
 OUTCOME_KEY = "argo_workflow_outcome"
 #: ``next_method`` of a task Airflow resumes only to fail it (``airflow.sdk.bases.operator.TRIGGER_FAIL_REPR``).
@@ -186,11 +187,14 @@ class ArgoWorkflowTemplateOperator(KubernetesConnectionFields, BaseOperator):
         """Return the Workflow object to create (``common.NewWorkflowFromWorkflowTemplate`` + submit options)."""
         ti = context["ti"]
         labels = {**self.labels, **task_instance_labels(ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number)}
+        # the labels may hold hashes of long values: `volcano-argo gc` reads the full identity and the kill policy
+        task = TaskTry(ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number)
+        annotations = reaper_annotations(task, self.on_kill_action, self.durable)
         if self.workflow is not None or self.workflow_file is not None:
             body = self._inline_workflow()
         else:
             body = workflow_from_template(self.workflow_template)
-        return with_submission(body, name, labels, parameters)
+        return with_submission(body, name, labels, parameters, annotations)
 
     def _inline_workflow(self) -> dict:
         if self.workflow_file is not None:

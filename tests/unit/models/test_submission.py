@@ -42,6 +42,18 @@ def test_an_inline_manifest_is_copied_named_and_its_arguments_overridden_by_name
     assert manifest["metadata"] == {"generateName": "x-"}  # the caller's manifest is left alone
 
 
+def test_annotations_are_added_to_a_manifests_own_and_win_by_key():
+    manifest = {"metadata": {"annotations": {"team": "cfd", "volcano-argo.airflow.apache.org/durable": "x"}}}
+    body = with_submission(
+        workflow_from_manifest(manifest, "workflow"),
+        "wf",
+        LABELS,
+        {},
+        {"volcano-argo.airflow.apache.org/durable": "true"},
+    )
+    assert body["metadata"]["annotations"] == {"team": "cfd", "volcano-argo.airflow.apache.org/durable": "true"}
+
+
 @pytest.mark.parametrize("manifest", [None, [], "text", {"kind": "WorkflowTemplate"}])
 def test_anything_but_one_workflow_manifest_is_refused(manifest):
     with pytest.raises(ValueError, match="workflow_file 'f.yaml': must hold one Argo Workflow manifest"):

@@ -42,6 +42,20 @@ def test_ensure_template_refuses_a_template_it_does_not_ship_before_any_api_call
         op.execute(CONTEXT)
 
 
+def test_the_workflow_records_its_full_task_instance_and_kill_policy_for_gc():
+    from airflow_provider_volcano_argo.models.reaping import submitted_run
+
+    long_run = types.SimpleNamespace(
+        dag_id="d", task_id="mpi", run_id="manual__2026-01-01T00:00:00+00:00", map_index=3, try_number=2
+    )
+    op = VolcanoMPIJobOperator(task_id="mpi", on_kill_action="stop_workflow", durable=False)
+    body = op.build_workflow({"ti": long_run}, "wf", {})
+    run = submitted_run({**body, "metadata": {**body["metadata"], "uid": "u"}}, [], "ns")
+    assert (run.task.run_id, run.task.map_index, run.task.try_number) == (long_run.run_id, 3, 2)
+    assert (run.on_kill_action, run.durable) == ("stop_workflow", False)
+    assert body["metadata"]["labels"]["airflow.apache.org/run-id"] != long_run.run_id  # hashed: not enough
+
+
 #: The README's "Templated:" list.
 DOCUMENTED_TEMPLATED = {
     "job_name", "workers", "slots_per_worker", "image", "mpi_command", "volcano_queue", "min_available", "max_retry",
