@@ -1,4 +1,4 @@
-"""``volcano-argo``: install or update the shipped WorkflowTemplates and RBAC in a namespace."""
+"""``volcano-argo``: install or update the shipped WorkflowTemplates and RBAC; clean up orphaned runs (``gc``)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,25 @@ def main(argv: list[str] | None = None) -> int:
     show = sub.add_parser("show", help="print a shipped manifest (template, argo-rbac or airflow-role)")
     show.add_argument("what", choices=("template", "master-after-workers", "argo-rbac", "airflow-role"))
     show.add_argument("--namespace", "-n", default="argo")
+    gc = sub.add_parser(
+        "gc",
+        help="stop or delete the Workflows whose task instance no longer runs, per its on_kill_action (dry run)",
+    )
+    gc.add_argument("--namespace", "-n", action="append", help="namespace to sweep (repeatable; default: the "
+                    "connection's, else 'default')")  # fmt: skip
+    gc.add_argument("--conn-id", default="kubernetes_default", help="Airflow kubernetes connection to use")
+    gc.add_argument("--apply", action="store_true", help="act; without it, only print what it would do")
+    gc.add_argument("--grace", type=float, default=None, metavar="SECONDS",
+                    help="leave a run alone for so long after its task instance ended (default 60)")  # fmt: skip
+    gc.add_argument("--every", type=float, default=None, metavar="SECONDS",
+                    help="sweep again every so many seconds, until stopped (a sidecar or service)")  # fmt: skip
+    gc.add_argument("--quiet", "-q", action="store_true", help="print only the Workflows to clean up")
     args = parser.parse_args(argv)
+
+    if args.action == "gc":
+        if args.every is not None and not args.every > 0 or args.grace is not None and not args.grace >= 0:
+            parser.error("--every must be > 0 and --grace >= 0 seconds")
+        return _gc(args)
 
     from airflow_provider_volcano_argo import templates
 
@@ -52,6 +70,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def _gc(args: argparse.Namespace) -> int:
+    from airflow_provider_volcano_argo import reaper
+    from airflow_provider_volcano_argo.hooks.connection import KubernetesConnection
+
+    connection = KubernetesConnection(args.conn_id)
+    namespaces = args.namespace or [connection.hook().resolve_namespace(None)]
+    grace = reaper.DEFAULT_GRACE if args.grace is None else args.grace
+    return reaper.run(connection, namespaces, apply=args.apply, grace=grace, every=args.every, quiet=args.quiet)
 
 
 if __name__ == "__main__":
