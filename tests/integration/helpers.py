@@ -260,3 +260,70 @@ class AttemptProgram(ScriptedProgram):
 def attempt_lines(lines: list[str], attempt: int) -> list[str]:
     """Return ``lines`` as ``AttemptProgram`` prints them in ``attempt`` (1-based)."""
     return [f"{line} a{attempt}" for line in lines]
+
+
+def defer_without_triggerer(dag, task_id: str = "mpi", **conf) -> tuple[str, str]:
+    """Start a run of ``dag`` and run ``task_id`` as a worker runs it, up to its deferral; no trigger runs.
+
+    What a deployment whose triggerers are all down (or not yet started) leaves: the Workflow submitted, the task
+    instance deferred. Return (dag_id, run_id).
+    """
+    from airflow.dag_processing.bundles.manager import DagBundlesManager
+    from airflow.dag_processing.dagbag import BundleDagBag, sync_bag_to_db
+    from airflow.models.dagrun import DagRun, get_or_create_dagrun
+    from airflow.sdk import timezone
+    from airflow.sdk.definitions.dag import _run_task
+    from airflow.serialization.encoders import coerce_to_core_timetable
+    from airflow.serialization.serialized_objects import DagSerialization
+    from airflow.utils.session import create_session
+    from airflow.utils.state import TaskInstanceState
+    from airflow.utils.types import DagRunTriggeredByType, DagRunType
+
+    manager = DagBundlesManager()  # the DAG in the metadata database, as dag.test() writes it
+    with create_session() as session:
+        manager.sync_bundles_to_db(session=session)
+    bundle = manager.get_bundle("test-dags")
+    bundle.initialize()
+    sync_bag_to_db(BundleDagBag(dag_folder=bundle.path, bundle_path=bundle.path, bundle_name=bundle.name),
+                   bundle.name, bundle.version)  # fmt: skip
+    now = timezone.utcnow()
+    with create_session() as session:
+        run = get_or_create_dagrun(
+            dag=DagSerialization.deserialize_dag(DagSerialization.serialize_dag(dag)),
+            run_id=DagRun.generate_run_id(run_type=DagRunType.MANUAL, logical_date=now, run_after=now),
+            logical_date=now,
+            data_interval=coerce_to_core_timetable(dag.timetable).infer_manual_data_interval(run_after=now),
+            run_after=now,
+            conf=conf,
+            triggered_by=DagRunTriggeredByType.TEST,
+            triggering_user_name="test",
+            start_date=now,
+            session=session,
+        )
+        ti = run.get_task_instance(task_id, session=session)
+        ti.try_number += 1  # as the scheduler schedules it
+        ti.state = TaskInstanceState.SCHEDULED
+        session.commit()
+        session.expunge(ti)
+    _run_task(ti=ti, task=dag.task_dict[task_id])  # run_triggerer=False: the trigger row waits for a triggerer
+    assert ti.state == TaskInstanceState.DEFERRED, ti.state
+    return ti.dag_id, ti.run_id
+
+
+def set_task_state(dag_id: str, run_id: str, state: str, task_id: str = "mpi") -> None:
+    """Set a task instance's state as a user marking it does (``TaskInstance.set_state``: end date included)."""
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        ti = session.query(TaskInstance).filter_by(dag_id=dag_id, run_id=run_id, task_id=task_id).one()
+        ti.set_state(state, session=session)
+
+
+def delete_dag_run(dag_id: str, run_id: str) -> None:
+    """Delete a DAG run and its task instances, as a user deleting it in the UI does."""
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        session.delete(session.query(DagRun).filter_by(dag_id=dag_id, run_id=run_id).one())
