@@ -272,11 +272,9 @@ def defer_without_triggerer(dag, task_id: str = "mpi", **conf) -> tuple[str, str
     from airflow.dag_processing.dagbag import BundleDagBag, sync_bag_to_db
     from airflow.models.dagrun import DagRun, get_or_create_dagrun
     from airflow.sdk import timezone
-    from airflow.sdk.definitions.dag import _run_task
     from airflow.serialization.encoders import coerce_to_core_timetable
     from airflow.serialization.serialized_objects import DagSerialization
     from airflow.utils.session import create_session
-    from airflow.utils.state import TaskInstanceState
     from airflow.utils.types import DagRunTriggeredByType, DagRunType
 
     manager = DagBundlesManager()  # the DAG in the metadata database, as dag.test() writes it
@@ -300,14 +298,26 @@ def defer_without_triggerer(dag, task_id: str = "mpi", **conf) -> tuple[str, str
             start_date=now,
             session=session,
         )
-        ti = run.get_task_instance(task_id, session=session)
+        ids = (run.dag_id, run.run_id)
+    defer_next_try(dag, *ids, task_id=task_id)
+    return ids
+
+
+def defer_next_try(dag, dag_id: str, run_id: str, task_id: str = "mpi") -> None:
+    """Schedule the task instance's next try and run it as a worker does, up to its deferral (no trigger runs)."""
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.sdk.definitions.dag import _run_task
+    from airflow.utils.session import create_session
+    from airflow.utils.state import TaskInstanceState
+
+    with create_session() as session:
+        ti = session.query(TaskInstance).filter_by(dag_id=dag_id, run_id=run_id, task_id=task_id).one()
         ti.try_number += 1  # as the scheduler schedules it
         ti.state = TaskInstanceState.SCHEDULED
         session.commit()
         session.expunge(ti)
     _run_task(ti=ti, task=dag.task_dict[task_id])  # run_triggerer=False: the trigger row waits for a triggerer
     assert ti.state == TaskInstanceState.DEFERRED, ti.state
-    return ti.dag_id, ti.run_id
 
 
 def set_task_state(dag_id: str, run_id: str, state: str, task_id: str = "mpi") -> None:
@@ -327,3 +337,13 @@ def delete_dag_run(dag_id: str, run_id: str) -> None:
 
     with create_session() as session:
         session.delete(session.query(DagRun).filter_by(dag_id=dag_id, run_id=run_id).one())
+
+
+def clear_task(dag_id: str, run_id: str, task_id: str = "mpi") -> None:
+    """Clear a task instance as a user does, through Airflow's own ``clear_task_instances`` (state None)."""
+    from airflow.models.taskinstance import TaskInstance, clear_task_instances
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        tis = session.query(TaskInstance).filter_by(dag_id=dag_id, run_id=run_id, task_id=task_id).all()
+        clear_task_instances(tis, session, dag_run_state=False)

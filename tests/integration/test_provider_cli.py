@@ -15,7 +15,14 @@ import pytest
 from airflow_provider_volcano_argo.models.reaping import TASK_INSTANCE_ANNOTATION
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
 from tests.conftest import keep_for_secret_scan
-from tests.integration.helpers import defer_without_triggerer, delete_dag_run, set_task_state, wait_for
+from tests.integration.helpers import (
+    clear_task,
+    defer_next_try,
+    defer_without_triggerer,
+    delete_dag_run,
+    set_task_state,
+    wait_for,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -48,15 +55,15 @@ def _gc(namespace: str, *args: str) -> list[str]:
 class Run:
     """One deferred task's run in the sandbox: its Workflow, Volcano Job and the gang's pods, read afresh."""
 
-    def __init__(self, sandbox, namespace: str, run_id: str) -> None:
-        self.sandbox, self.namespace, self.run_id = sandbox, namespace, run_id
-        self.workflow = wait_for(self._workflow, 30, what=f"the Workflow of {run_id}")
+    def __init__(self, sandbox, namespace: str, run_id: str, try_number: int = 1) -> None:
+        self.sandbox, self.namespace, self.run_id, self.try_number = sandbox, namespace, run_id, try_number
+        self.workflow = wait_for(self._workflow, 30, what=f"the Workflow of {run_id} try {try_number}")
         self.name = self.workflow["metadata"]["name"]
 
     def _workflow(self) -> dict | None:
         for workflow in self.sandbox.api.list("workflows", self.namespace)["items"]:
             identity = json.loads(workflow["metadata"].get("annotations", {}).get(TASK_INSTANCE_ANNOTATION, "{}"))
-            if identity.get("run_id") == self.run_id:
+            if (identity.get("run_id"), identity.get("try_number")) == (self.run_id, self.try_number):
                 return workflow
         return None
 
@@ -126,6 +133,57 @@ def test_gc_cleans_up_runs_whose_task_was_marked_failed_or_deleted_while_no_trig
         assert alive.running()  # the deferred task's run is untouched
 
         assert _gc(ns, "--grace", "0", "--apply", "--quiet") == []  # nothing left to do: no gang runs any more
+    finally:
+        sandbox.kubelet.programs.clear()
+        for workflow in sandbox.api.list("workflows", ns)["items"]:
+            sandbox.api.delete("workflows", workflow["metadata"]["name"], ns)
+
+
+@pytest.mark.parametrize("durable", [True, False])
+def test_gc_after_a_clear_leaves_the_run_the_next_try_adopts_and_cleans_up_one_it_never_will(
+    sandbox, mpi_namespace, durable
+):
+    """A deferred task cleared while no triggerer runs: its next try reattaches to the run (``durable``) and gc
+    leaves it, told by the try's own record of what it follows; with ``durable=False`` the next try submits anew
+    and the first run is an orphan.
+    """
+    from tests.dags.mpi_test_dags import mpi_overrides
+
+    ns = mpi_namespace
+    sandbox.kubelet.programs.script(ScriptedProgram(duration=3600), namespace=ns, container="mpimaster")
+    try:
+        ids = defer_without_triggerer(mpi_overrides, namespace=ns, overrides={"durable": durable})
+        first = Run(sandbox, ns, ids[1])
+        wait_for(first.running, 90, what="the gang running")
+        clear_task(*ids)
+
+        [cleared] = _gc(ns, "--grace", "0")
+        if durable:
+            assert cleared.startswith(f"leave {ns}/{first.name} ") and cleared.endswith(
+                "try 1 is cleared, another is to come and may reattach to it (durable)"
+            )
+        else:
+            assert cleared.startswith(f"would delete {ns}/{first.name} ") and "never reattaches" in cleared
+        assert first.running()
+
+        defer_next_try(mpi_overrides, *ids)  # the scheduler runs the cleared task again: try 2
+        job_name = first.job()["metadata"]["name"]
+        lines = _gc(ns, "--grace", "0", "--apply")
+        if durable:
+            assert lines == [
+                f"leave {ns}/{first.name} (test_mpi_overrides.mpi run {ids[1]} try 1): adopted: try 2 is deferred "
+                "and follows it"
+            ]
+            assert first.running()
+        else:
+            second = Run(sandbox, ns, ids[1], try_number=2)
+            assert sorted(lines) == [
+                f"deleted {ns}/{first.name} (test_mpi_overrides.mpi run {ids[1]} try 1): try 2 is deferred and "
+                "never reattaches (durable=False) (on_kill_action=delete_workflow)",
+                f"leave {ns}/{second.name} (test_mpi_overrides.mpi run {ids[1]} try 2): its try is deferred",
+            ]
+            wait_for(lambda: first._workflow() is None and not first.gang_pods(job_name), 90, what="the first run gone")
+            assert second.running()
     finally:
         sandbox.kubelet.programs.clear()
         for workflow in sandbox.api.list("workflows", ns)["items"]:
