@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import re
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -169,3 +172,33 @@ def test_r18_marked_failed_while_deferred_removes_the_gang(airflow, sandbox, nam
     reliability("R18 deployment: marked failed while deferred", objects_left=left, cleanup_seconds=seconds)
     assert airflow.task_state(dag_id, run_id, "mpi") == "failed"
     assert left == 0
+
+
+def test_r19_marked_failed_with_no_triggerer_alive_then_gc(airflow, sandbox, namespace, reliability):
+    """Issue point 4, the case no trigger can handle: every triggerer is dead when the user marks the deferred task
+    failed, so no ``on_kill`` runs and the gang runs on; ``volcano-argo gc`` (dry run first) finds the run from the
+    task instance in Airflow's database and removes it.
+    """
+    dag_id = "deploy_mpi"
+    lines = streaming_master(sandbox, namespace, "R19", 600, 2.0)
+    run_id = airflow.trigger(dag_id, {"namespace": namespace})
+    wait_for_lines(airflow, dag_id, run_id, lines, 5)
+    airflow.kill("triggerer-1")
+    airflow.kill("triggerer-2")
+    airflow.mark(dag_id, run_id, "mpi", "failed")
+    assert airflow.task_state(dag_id, run_id, "mpi") == "failed"
+    running = objects_left(sandbox, namespace)
+
+    gc = [str(Path(sys.executable).with_name("volcano-argo")), "gc", "-n", namespace, "--grace", "0"]
+    dry = subprocess.run(gc, env=airflow.env, capture_output=True, text=True, timeout=120)
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    assert f"would delete {namespace}/" in dry.stdout and "the task instance is failed" in dry.stdout, dry.stdout
+    assert objects_left(sandbox, namespace) >= running > 0  # a dry run changes nothing
+    started = time.monotonic()
+    applied = subprocess.run([*gc, "--apply"], env=airflow.env, capture_output=True, text=True, timeout=120)
+    assert applied.returncode == 0, applied.stderr[-2000:]
+    left, _ = leftovers(sandbox, namespace)
+    reliability("R19 deployment: marked failed with no triggerer alive, then gc --apply", objects_left=left,
+                cleanup_seconds=round(time.monotonic() - started, 1))  # fmt: skip
+    assert left == 0, applied.stdout
+

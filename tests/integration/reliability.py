@@ -119,6 +119,11 @@ SCENARIOS = [
         "deployment: marked failed while deferred",
         f"{_DEPLOY}::test_r18_marked_failed_while_deferred_removes_the_gang",
     ),
+    Scenario(
+        "R19",
+        "deployment: marked failed with no triggerer alive, then gc --apply",
+        f"{_DEPLOY}::test_r19_marked_failed_with_no_triggerer_alive_then_gc",
+    ),
 ]
 
 
