@@ -85,6 +85,15 @@ def api_error(status: int | None, body: Any, verb: str, resource: str, namespace
     return api_error_class(status)(explain_api_error(status, body, verb, resource, namespace), status=status)
 
 
+def unreachable_error(exc: BaseException, verb: str, resource: str, namespace: str | None) -> ApiUnavailableError:
+    """Build the error of a call that reached no API server (refused, reset, timed out): worth a retry."""
+    where = f" in namespace {namespace!r}" if namespace else ""
+    return ApiUnavailableError(
+        f"Could not {verb} {resource}{where}: the Kubernetes API server could not be reached "
+        f"({type(exc).__name__}: {exc}). Check that it is up and that the connection points at it."
+    )
+
+
 def api_error_message(body: Any) -> str:
     """Return the ``message`` of a Kubernetes ``Status`` body, or the body itself (truncated) when it is not one."""
     if isinstance(body, bytes):

@@ -9,17 +9,25 @@ Every API call of the provider goes through these hooks, and every failure leave
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import aiohttp
+import urllib3
 from airflow.providers.cncf.kubernetes.hooks.kubernetes import AsyncKubernetesHook, KubernetesHook
 from kubernetes.client.rest import ApiException
 from kubernetes_asyncio import client as async_client
 from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiException
 
-from airflow_provider_volcano_argo.exceptions import ApiNotFoundError, VolcanoArgoApiError, api_error
+from airflow_provider_volcano_argo.exceptions import (
+    ApiNotFoundError,
+    VolcanoArgoApiError,
+    api_error,
+    unreachable_error,
+)
 from airflow_provider_volcano_argo.hooks._client_pool import SHARED_API_CLIENTS
 from airflow_provider_volcano_argo.models.policies import STOP_STRATEGY, CleanupSteps
 from airflow_provider_volcano_argo.models.resources import (
@@ -47,6 +55,13 @@ def log_query(container: str, since_time: str | None, follow: bool, tail_lines: 
     if tail_lines is not None:
         query.append(("tailLines", str(tail_lines)))
     return query
+
+
+#: What the clients raise when no API server answered (refused, reset, timed out, TLS): not an HTTP status, so
+#: never an ``ApiException``; mapped to ``ApiUnavailableError`` so that callers and the reconnect policy see one
+#: kind of error (a trigger crashed on a connection refused while saving its cursors: tests/deployment R20).
+SYNC_TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, OSError)
+ASYNC_TRANSPORT_ERRORS = (aiohttp.ClientError, OSError, asyncio.TimeoutError)
 
 
 def to_api_error(exc: Exception, verb: str, resource: str, namespace: str | None) -> VolcanoArgoApiError:
@@ -78,6 +93,8 @@ class VolcanoArgoHook(KubernetesHook):
             return getattr(api, method)(res.group, res.version, namespace, res.plural, *args, **kwargs)
         except ApiException as exc:
             return _absent_or_raise(exc, verb, res.label, namespace, absent)
+        except SYNC_TRANSPORT_ERRORS as exc:
+            raise unreachable_error(exc, verb, res.label, namespace) from exc
 
     def create_object(self, res: ApiResource, body: dict, namespace: str) -> dict:
         return self._custom("create", res, namespace, "create_namespaced_custom_object", body)
@@ -183,6 +200,8 @@ class AsyncVolcanoArgoHook(AsyncKubernetesHook):
                 return await getattr(api, method)(res.group, res.version, namespace, res.plural, *args, **kw)
             except AsyncApiException as exc:
                 return _absent_or_raise(exc, verb, res.label, namespace, absent)
+            except ASYNC_TRANSPORT_ERRORS as exc:
+                raise unreachable_error(exc, verb, res.label, namespace) from exc
 
     async def _raw(self, verb: str, resource: str, namespace: str | None, call: Callable[[], Any]):
         """Make a ``_preload_content=False`` call, raising the typed error of an error status.
@@ -193,6 +212,8 @@ class AsyncVolcanoArgoHook(AsyncKubernetesHook):
             response = await call()
         except AsyncApiException as exc:
             raise to_api_error(exc, verb, resource, namespace) from exc
+        except ASYNC_TRANSPORT_ERRORS as exc:
+            raise unreachable_error(exc, verb, resource, namespace) from exc
         if response.status >= 400:
             try:
                 body = await response.read()

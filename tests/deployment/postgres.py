@@ -49,8 +49,22 @@ def postgres_server(user: str = "airflow", database: str = "airflow") -> Iterato
         capture_output=True,
     )
     server = subprocess.Popen(
-        [*as_owner, str(binaries / "postgres"), "-D", str(data), "-p", str(port), "-k", str(root),
-         "-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200", "-c", "fsync=off"],  # fmt: skip
+        [
+            *as_owner,
+            str(binaries / "postgres"),
+            "-D",
+            str(data),
+            "-p",
+            str(port),
+            "-k",
+            str(root),
+            "-c",
+            "listen_addresses=127.0.0.1",
+            "-c",
+            "max_connections=200",
+            "-c",
+            "fsync=off",
+        ],  # fmt: skip
         stdout=subprocess.DEVNULL,
         stderr=open(root / "postgres.log", "wb"),
     )

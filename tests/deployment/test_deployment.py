@@ -202,3 +202,27 @@ def test_r19_marked_failed_with_no_triggerer_alive_then_gc(airflow, sandbox, nam
                 cleanup_seconds=round(time.monotonic() - started, 1))  # fmt: skip
     assert left == 0, applied.stdout
 
+
+def test_r20_execution_timeout_while_the_kubernetes_api_is_down(airflow, sandbox, namespace, reliability):
+    """Issue point 5: the Kubernetes API server goes down mid-run and stays down past ``execution_timeout``: the
+    trigger still ends the follow at the deadline (it does not wait for its watches to list again), the task fails
+    saying so, and whatever its clean-up could not reach is removed by ``volcano-argo gc`` once the API is back.
+    """
+    dag_id = "deploy_mpi_timeout"
+    master = ScriptedProgram(count=3600, line_template="tock {i}", rate=2, duration=3600)
+    sandbox.kubelet.programs.script(master, namespace=namespace, container="mpimaster")
+    run_id = airflow.trigger(dag_id, {"namespace": namespace})
+    airflow.wait(lambda: "tock 1" in airflow.task_log(dag_id, run_id, "mpi"), 120, "the master's lines streaming")
+    sandbox.control_plane.restart_apiserver(downtime=35.0)  # execution_timeout (20 s) falls inside the downtime
+    state = airflow.wait_run(dag_id, run_id, 240)
+    log = airflow.task_log(dag_id, run_id, "mpi")
+    assert state == "failed"
+    assert "execution_timeout reached" in log, log[-3000:]
+    started = time.monotonic()
+    gc = [str(Path(sys.executable).with_name("volcano-argo")), "gc", "-n", namespace, "--grace", "0", "--apply"]
+    applied = subprocess.run(gc, env=airflow.env, capture_output=True, text=True, timeout=120)
+    assert applied.returncode == 0, applied.stderr[-2000:]
+    left, _ = leftovers(sandbox, namespace)
+    reliability("R20 deployment: execution_timeout while the Kubernetes API is down, then gc", objects_left=left,
+                cleanup_seconds=round(time.monotonic() - started, 1))  # fmt: skip
+    assert left == 0, applied.stdout

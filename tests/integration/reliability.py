@@ -124,6 +124,11 @@ SCENARIOS = [
         "deployment: marked failed with no triggerer alive, then gc --apply",
         f"{_DEPLOY}::test_r19_marked_failed_with_no_triggerer_alive_then_gc",
     ),
+    Scenario(
+        "R20",
+        "deployment: execution_timeout while the Kubernetes API is down, then gc",
+        f"{_DEPLOY}::test_r20_execution_timeout_while_the_kubernetes_api_is_down",
+    ),
 ]
 
 

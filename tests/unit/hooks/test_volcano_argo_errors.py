@@ -248,3 +248,49 @@ def test_apply_workflow_template_creates_updates_or_leaves_it(monkeypatch, curre
     if call == "replace":
         assert store.calls[0][1]["metadata"]["resourceVersion"] == "7"  # an update of the version it read
         assert "resourceVersion" not in body["metadata"]
+
+
+@pytest.fixture
+def unreachable_kubeconfig(tmp_path):
+    """A kubeconfig naming an API server on a loopback port nobody listens on."""
+    import socket
+
+    import yaml
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again when the block ends: connections are refused
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": "c", "cluster": {"server": f"https://127.0.0.1:{port}", "insecure-skip-tls-verify": True}}
+        ],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "x",
+    }
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return str(path)
+
+
+def test_an_unreachable_api_server_is_a_typed_error_naming_the_action_sync(unreachable_kubeconfig, monkeypatch):
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps({"conn_type": "kubernetes", "extra": {}}))
+    hook = VolcanoArgoHook(config_file=unreachable_kubeconfig)
+    hook.custom_object_client.api_client.configuration.retries = 0  # urllib3 would retry 3 times first
+    with pytest.raises(ApiUnavailableError, match="Could not get workflows.argoproj.io in namespace 'argo': the "
+                       "Kubernetes API server could not be reached"):  # fmt: skip
+        hook.get_object(WORKFLOWS, "wf", "argo")
+
+
+def test_an_unreachable_api_server_is_a_typed_error_naming_the_action_async(unreachable_kubeconfig, monkeypatch):
+    """A trigger crashed on this (a raw aiohttp ClientConnectorError while saving its cursors, tests/deployment)."""
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps({"conn_type": "kubernetes", "extra": {}}))
+    hook = AsyncVolcanoArgoHook(config_file=unreachable_kubeconfig)
+    for call in (
+        lambda: hook.patch_object(WORKFLOWS, "wf", {"metadata": {}}, "argo"),
+        lambda: hook.list_objects(WORKFLOWS, "argo"),
+    ):
+        with pytest.raises(ApiUnavailableError, match="the Kubernetes API server could not be reached"):
+            asyncio.run(call())
