@@ -2,7 +2,8 @@
 
 Run by the trigger (in the triggerer) and by blocking mode (in the worker): watches (not polls) the Workflow, its
 Volcano Jobs and their log-task pods, writes progress lines and the chosen task's log into the task log, keeps
-its log cursors on the Workflow, and returns one ``FollowEvent`` (the trigger's event payload).
+its log cursors on the Workflow (``engine/cursor_keeper.py``), and returns one ``FollowEvent`` (the trigger's event
+payload).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from airflow_provider_volcano_argo.engine.cursor_keeper import CursorKeeper
 from airflow_provider_volcano_argo.engine.follow_loop import FollowLoop
 from airflow_provider_volcano_argo.engine.informer import SharedObjectWatcher
 from airflow_provider_volcano_argo.engine.pod_logs import PodLogForwarder
@@ -30,9 +32,6 @@ from airflow_provider_volcano_argo.models.selectors import name_selector, task_p
 if TYPE_CHECKING:
     from airflow_provider_volcano_argo.hooks.volcano_argo import AsyncVolcanoArgoHook
 
-#: A triggerer that stops cleanly saves the cursors as it goes; the periodic save only bounds what a crashed one
-#: repeats, so it is rare (each save is an API request, benchmarks/api_load.py).
-CURSOR_SAVE_SECONDS = 120.0
 HEARTBEAT_SECONDS = 60.0
 
 
@@ -67,13 +66,13 @@ class WorkflowFollower(FollowLoop):
                 prefix_job_names=spec.prefix_job_names,
                 on_change=self._changed,
                 poll_interval=spec.log_poll_interval,
-            )
+            ),
+            CursorKeeper(self.book, self._store_cursors),
         )
         self.logs: PodLogForwarder
+        self.keeper: CursorKeeper
         self.logs.paused = True  # until the saved cursors are known (first list of the Workflow)
         self.started = time.monotonic()
-        self._last_save = time.monotonic()
-        self._saved: str | None = None  # the cursors as last stored on the Workflow
         self._last_heartbeat = time.monotonic()
         self._phases: dict[str, str] = {}
 
@@ -152,23 +151,23 @@ class WorkflowFollower(FollowLoop):
         They come with the Workflow watch's first list, so resuming costs no request of its own.
         """
         saved = ((workflow or {}).get("metadata", {}).get("annotations") or {}).get(CURSOR_ANNOTATION)
+        cursors = None
         if saved:
             with contextlib.suppress(ValueError, TypeError, AttributeError):
-                self.book.merge(CursorBook.from_dict(json.loads(saved)))
+                cursors = CursorBook.from_dict(json.loads(saved)).to_dict()
+        self.keeper.take_up(cursors)
         self.logs.paused = False
         if self.spec.stream_logs:
             self.logs.start_streams()
 
-    async def save_cursors(self) -> None:
-        """Store the cursors on the Workflow, so that a new follower repeats no line (unless nothing moved)."""
-        self._last_save = time.monotonic()
-        saved = json.dumps(self.book.to_dict())
-        if saved == self._saved:
-            return
-        patch = {"metadata": {"annotations": {CURSOR_ANNOTATION: saved}}}
-        with contextlib.suppress(VolcanoArgoApiError):
+    async def _store_cursors(self, cursors: dict) -> bool:
+        """Store the cursors on the Workflow (one PATCH), where a new follower takes them up."""
+        patch = {"metadata": {"annotations": {CURSOR_ANNOTATION: json.dumps(cursors)}}}
+        try:
             await self.hook.patch_object(WORKFLOWS, self.spec.workflow_name, patch, self.spec.namespace)
-            self._saved = saved
+        except VolcanoArgoApiError:  # e.g. the Workflow is gone: only a hard kill's repeats depend on it
+            return False
+        return True
 
     async def _unschedulable_reasons(self) -> list[str]:
         reasons: list[str] = []
@@ -200,21 +199,14 @@ class WorkflowFollower(FollowLoop):
         outcome = decide(self.spec, self.workflow, self.workflow_gone, self.jobs, self.jobs_gone, now)
         if outcome and outcome.reason == "unschedulable":
             outcome.details = await self._unschedulable_reasons()
-        if time.monotonic() - self._last_save >= CURSOR_SAVE_SECONDS:
-            await self.save_cursors()
         return outcome
-
-    async def suspend(self) -> None:
-        await self.save_cursors()
 
     async def before_drain(self, outcome: FollowOutcome) -> None:
         self._report_progress()
 
     async def run(self) -> FollowEvent:
         """Follow until the outcome is known; always return an event (errors become ``status: error``)."""
-        outcome = await self.follow()
-        await self.save_cursors()
-        return self.result(outcome)
+        return self.result(await self.follow())
 
     def result(self, outcome: FollowOutcome) -> FollowEvent:
         """Build the event: outcome, Workflow and Job summaries, log tails and the cursors."""
