@@ -1,6 +1,8 @@
 """Follow one object (a Volcano Job or an Argo Workflow) until its phase is a target or a failure.
 
-Optionally it streams the log of one of the Job's tasks: what the sensors wait for in the triggerer.
+Optionally it streams the log of one of the Job's tasks: what the sensors wait for in the triggerer. Its log
+cursors are kept in a ``CursorStore`` when the trigger has one (an XCom of the sensor's task instance): the Job is
+not the provider's to annotate.
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from airflow_provider_volcano_argo.engine.cursor_keeper import CursorKeeper, CursorStore
 from airflow_provider_volcano_argo.engine.follow_loop import FollowLoop
 from airflow_provider_volcano_argo.engine.informer import SharedObjectWatcher
 from airflow_provider_volcano_argo.engine.pod_logs import PodLogForwarder
@@ -37,24 +40,28 @@ class ObjectPhaseFollower(FollowLoop):
         log_task: str | None = None,
         log_container: str | None = None,
         emit: Callable[[str], None] = print,
+        cursor_store: CursorStore | None = None,
     ):
         self.hook, self.kind, self.name, self.namespace = hook, kind, name, namespace
         self.target_phases, self.failure_phases, self.deadline = target_phases, failure_phases, deadline
         self.obj: dict | None = None
         self.exists: bool | None = None  # None until the first list
         self.seen = False
-        logs = None
+        logs, keeper, self.cursor_store = None, None, None
         if log_task and kind == "volcano_job":
+            book = CursorBook()
             logs = PodLogForwarder(
                 hook,
                 namespace,
                 task_pods_selector(log_task, name),
                 log_container or log_task,
                 jobs=lambda: {name},
-                book=CursorBook(),
+                book=book,
                 emit=emit,
             )
-        super().__init__(logs)
+            if cursor_store is not None:
+                keeper, self.cursor_store = CursorKeeper(book, cursor_store.save), cursor_store
+        super().__init__(logs, keeper)
 
     async def _on_update(self, kind: str, obj: dict) -> None:
         if kind == "SYNCED":
@@ -88,6 +95,8 @@ class ObjectPhaseFollower(FollowLoop):
 
     async def run(self) -> PhaseEvent:
         """Follow until the verdict; return the event (``status``: the verdict, ``timeout`` or ``error``)."""
+        if self.keeper is not None and self.cursor_store is not None:  # before any stream starts
+            self.keeper.take_up(await self.cursor_store.load())
         outcome = await self.follow()
         event: PhaseEvent = {
             "status": "error" if outcome.status == "error" else outcome.reason,

@@ -23,6 +23,8 @@ MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "airflow-provider-volcano-argo"
 #: Where a follower keeps its log cursors, on the Workflow (a restarted triggerer takes them up).
 CURSOR_ANNOTATION = "volcano-argo.airflow.apache.org/log-cursors"
+#: Where a sensor's trigger keeps them: an XCom of the sensor's task instance (the Job it follows is not ours).
+CURSOR_XCOM_KEY = "volcano_argo_log_cursors"
 #: Labels and annotations Volcano's job controller puts on a Job's pods (pkg/controllers/job/helpers).
 VOLCANO_JOB_NAME_LABEL = "volcano.sh/job-name"
 VOLCANO_TASK_SPEC_LABEL = "volcano.sh/task-spec"

@@ -11,6 +11,8 @@ from airflow.providers.common.compat.sdk import AirflowFailException, AirflowSen
 from airflow.sdk import BaseSensorOperator
 
 from airflow_provider_volcano_argo.hooks.connection import DEFAULT_CONN_ID, KubernetesConnectionFields
+from airflow_provider_volcano_argo.models.log_cursor import CursorBook
+from airflow_provider_volcano_argo.models.names import CURSOR_XCOM_KEY
 from airflow_provider_volcano_argo.models.phases import ObjectKind, phase_of, phase_verdict
 from airflow_provider_volcano_argo.models.resources import RESOURCE_OF_KIND
 from airflow_provider_volcano_argo.triggers.phase import ObjectPhaseTrigger
@@ -94,6 +96,9 @@ class ObjectPhaseSensor(KubernetesConnectionFields, BaseSensorOperator):
         extra = self.trigger_kwargs()
         if extra.get("log_task"):  # the trigger decides and shows the log, even of a job that already ended
             self.namespace = self.hook.resolve_namespace(self.namespace)
+            # where the trigger keeps its log cursors, empty: the trigger's first read finds a value (Airflow's
+            # client logs a missing XCom as an error), and each try shows the log from its start
+            context["ti"].xcom_push(key=CURSOR_XCOM_KEY, value=CursorBook().to_dict())
         elif self.poke(context):
             return None
         trigger = ObjectPhaseTrigger(

@@ -14,7 +14,9 @@ class VolcanoJobSensor(ObjectPhaseSensor):
     The default target is ``Completed``; ``Failed``, ``Terminated`` and ``Aborted`` fail the task at once.
 
     :param log_task: stream this Volcano task's container log into the task log while waiting (deferrable mode),
-        e.g. ``mpimaster``; every pod and job attempt under its own header.
+        e.g. ``mpimaster``; every pod and job attempt under its own header. Where it got to is kept in the XCom
+        ``volcano_argo_log_cursors`` of the task instance (Airflow >= 3.3), so that a triggerer restart does not
+        show the log again (``triggers/phase.py``).
     :param log_container: the container of ``log_task`` (default: the task's name).
     """
 
