@@ -347,3 +347,49 @@ def clear_task(dag_id: str, run_id: str, task_id: str = "mpi") -> None:
     with create_session() as session:
         tis = session.query(TaskInstance).filter_by(dag_id=dag_id, run_id=run_id, task_id=task_id).all()
         clear_task_instances(tis, session, dag_run_state=False)
+
+
+@dataclasses.dataclass
+class StoppedProbe:
+    """What a trigger probe (``trigger_probe.py --stream``) showed before it was stopped, and what it had stored."""
+
+    lines: list[str]  # every task-log line it showed, in order
+    stored: int  # how many of them the cursors it stored last cover (0: it stored none)
+
+    def shown(self, prefix: str) -> list[str]:
+        return [line for line in self.lines if line.startswith(prefix)]
+
+    def stored_lines(self, prefix: str) -> list[str]:
+        return [line for line in self.lines[: self.stored] if line.startswith(prefix)]
+
+
+def stop_probe_mid_stream(
+    command: list[str], prefix: str, after: int, how: int, started: Callable[[], Any] | None = None
+) -> StoppedProbe:
+    """Run a trigger probe until it has shown ``after`` lines starting with ``prefix`` and stored its cursors at
+    least once, then send it signal ``how`` (SIGKILL: a triggerer killed hard; SIGTERM: stopped cleanly); return
+    what it showed and stored until it ended. ``started`` runs once the probe is started (e.g. creates the job).
+    """
+    import subprocess
+
+    probe = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    assert probe.stdout is not None
+    if started is not None:
+        started()
+    result = StoppedProbe([], 0)
+
+    def read(line: str) -> None:
+        if line.startswith("LINE "):
+            result.lines.append(line[5:].rstrip("\n"))
+        elif line.startswith("SAVED "):
+            result.stored = int(line.split()[1])
+
+    for line in probe.stdout:
+        read(line)
+        if len(result.shown(prefix)) >= after and result.stored:
+            break
+    probe.send_signal(how)
+    for line in probe.stdout:  # what it printed before the signal landed was shown too
+        read(line)
+    probe.wait(60)
+    return result

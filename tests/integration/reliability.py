@@ -36,6 +36,7 @@ class Scenario:
 
 _TRIGGER, _MPI, _REL = "test_trigger.py", "test_operator_volcano_mpi.py", "test_reliability.py"
 _DEPLOY = "test_deployment.py"  # tests/deployment: a real Airflow, separate processes on PostgreSQL
+_SENSORS = "test_sensors.py"
 SCENARIOS = [
     Scenario(
         "R1",
@@ -44,8 +45,13 @@ SCENARIOS = [
     ),
     Scenario(
         "R1",
-        "triggerer killed hard mid-stream",
-        f"{_TRIGGER}::test_triggerer_killed_hard_loses_nothing_and_repeats_only_what_it_had_shown",
+        "triggerer killed hard (or stopped) mid-stream",
+        f"{_TRIGGER}::test_triggerer_stopped_mid_stream_loses_nothing_and_repeats_only_what_it_showed_after_its_last_store",
+    ),
+    Scenario(
+        "R1",
+        "sensor's trigger killed hard (or stopped) mid-stream",
+        f"{_SENSORS}::test_job_sensor_trigger_stopped_mid_stream_resumes_from_its_xcom_cursors",
     ),
     Scenario(
         "R2", "API server restart mid-run", f"{_TRIGGER}::test_api_server_restart_mid_run_loses_and_repeats_nothing"

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -9,7 +13,8 @@ import pytest
 
 import tests.dags.sensor_dags as dags
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
-from tests.integration.helpers import run_dag, volcano_job
+from tests.conftest import keep_for_secret_scan
+from tests.integration.helpers import run_dag, stop_probe_mid_stream, volcano_job
 
 pytestmark = pytest.mark.integration
 
@@ -116,3 +121,55 @@ def test_workflow_sensor_fails_on_a_failed_workflow(sandbox, ns, caplog, capfd):
         sandbox.kubelet.programs.clear()
     assert states == {"wait": "failed"}, log[-2000:]
     assert f"workflow {ns}/failing-wf reached failing phase Failed" in log
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_job_sensor_trigger_stopped_mid_stream_resumes_from_its_xcom_cursors(sandbox, ns, reliability, how):
+    """``VolcanoJobSensor(log_task=...)``'s trigger keeps its cursors in an XCom of the sensor's task instance (the
+    Job is not the provider's to annotate). Killed hard, the next trigger repeats exactly the lines shown after the
+    last store; stopped cleanly (SIGTERM: cancelled, as a triggerer stopping does), it repeats none. Before, every
+    restart showed the whole log again. Each trigger runs in a process of its own, reaching Airflow's metadata
+    database through Airflow's own request handling (``trigger_probe.py``).
+    """
+    from tests.integration.reliability import leftovers
+
+    job = volcano_job("restarted", workers=1)
+    lines = [f"step {i}" for i in range(80)]
+    program = ScriptedProgram(lines=lines, rate=4, duration=22)
+    sandbox.kubelet.programs.script(program, namespace=ns, container="mpimaster")
+    dag = dags.test_job_sensor_deferred
+    run = dag.test(mark_success_pattern="wait")  # the task instance whose XCom the triggers keep their cursors in
+    command = [sys.executable, "-m", "tests.integration.trigger_probe", "--sensor", ns, "restarted", dag.dag_id]
+    command += [run.run_id, "wait", "--stream", "--save-every", "1"]
+    try:  # the job is created once the first trigger waits for it: its lines come while it follows
+        stopped = stop_probe_mid_stream(
+            command, "step ", after=50, how=how, started=lambda: sandbox.api.create("vcjobs", job, ns)
+        )
+        second = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    finally:
+        sandbox.kubelet.programs.clear()
+    keep_for_secret_scan("\n".join(stopped.lines), second.stdout, second.stderr)
+    assert second.returncode == 0, second.stderr[-3000:]
+    resumed = [line[5:] for line in second.stdout.splitlines() if line.startswith("LINE step ")]
+    first, stored = stopped.shown("step "), stopped.stored_lines("step ")
+    sandbox.api.delete("vcjobs", "restarted", ns)
+    left, seconds = leftovers(sandbox, ns)
+    shown = first + resumed
+    name = "killed hard (SIGKILL)" if how == signal.SIGKILL else "stopped (SIGTERM)"
+    reliability(
+        f"R1 sensor's trigger (log_task) {name} mid-stream, cursors stored every 1 s",
+        expected=len(lines),
+        delivered=len(set(lines) & set(shown)),
+        repeated=len(shown) - len(set(shown)),
+        objects_left=left,
+        cleanup_seconds=seconds,
+    )
+    assert json.loads(second.stdout.splitlines()[-1])["status"] == "success"
+    assert first == lines[: len(first)]
+    assert resumed == lines[len(stored) :]  # from the stored cursor on: nothing lost, in order
+    if how == signal.SIGKILL:
+        assert stored  # stores came while it streamed: the whole log is not shown again
+    else:
+        assert stored == first  # its last store, on its way out, held every line shown
+    assert left == 0
