@@ -66,7 +66,8 @@ class FollowLoop(abc.ABC):
             if self.keeper is not None:
                 await asyncio.shield(self.keeper.save())
             raise
-        await _stopped(keeping)
+        finally:
+            await _stopped(keeping)  # whatever ended the follow: no store after it
         if self.keeper is not None:  # so that a trigger run again (its event lost) repeats nothing either
             await self.keeper.save()
         return outcome

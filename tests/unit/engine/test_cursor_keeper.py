@@ -157,3 +157,22 @@ def test_a_cancelled_follower_stores_where_it_stopped(monkeypatch, cancelled_whi
         assert store.stored and store.stored[-1] == follower.book.to_dict()
 
     asyncio.run(scenario())
+
+
+def test_a_follow_ended_by_an_unexpected_error_stores_nothing_after_it(fast):
+    class Broken(Follower):
+        async def step(self, now: float) -> FollowOutcome | None:
+            await super().step(now)
+            raise RuntimeError("a bug")
+
+    async def scenario():
+        store = Store()
+        follower = Broken(steps=None, store=store)
+        with pytest.raises(RuntimeError):
+            await follower.follow()
+        stored = len(store.stored)
+        _show(follower.book, 99)  # the keeper would store this if it still ran
+        await asyncio.sleep(0.05)
+        assert len(store.stored) == stored
+
+    asyncio.run(scenario())
