@@ -8,6 +8,7 @@ follows and drains its logs, stores on the way out of a cancelled follower, and 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
@@ -20,6 +21,10 @@ from airflow_provider_volcano_argo.models.cursor_saves import (
 )
 from airflow_provider_volcano_argo.models.log_cursor import CursorBook
 
+#: How long a cancelled follower waits for its last store: a triggerer stopping waits for its triggers (Airflow
+#: SIGKILLs a trigger runner still running 10 s after SIGTERM), and a store can hang where the channel to Airflow
+#: is already closed (a sensor's XCom while the whole triggerer stops).
+STOP_STORE_SECONDS = 5.0
 #: Writes the cursors (``CursorBook.to_dict()``); returns whether they were written. Never raises: a lost store
 #: only means more lines repeated after a hard kill, never a failed run.
 StoreCursors = Callable[[dict[str, Any]], Awaitable[bool]]
@@ -61,6 +66,14 @@ class CursorKeeper:
         while True:
             await asyncio.sleep(CHECK_SECONDS)
             await self.save(only_when_due=True)
+
+    async def save_on_the_way_out(self) -> None:
+        """Store the cursors of a cancelled follower; give up after ``STOP_STORE_SECONDS``.
+
+        Shielded: the cancellation that ends the follower does not end the store.
+        """
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self.save()), STOP_STORE_SECONDS)
 
     async def save(self, only_when_due: bool = False) -> None:
         """Store the cursors if they moved (and, with ``only_when_due``, if the schedule says so)."""

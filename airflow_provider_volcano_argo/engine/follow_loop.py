@@ -64,7 +64,7 @@ class FollowLoop(abc.ABC):
                 self.logs.cancel()
             await _stopped(keeping)
             if self.keeper is not None:
-                await asyncio.shield(self.keeper.save())
+                await self.keeper.save_on_the_way_out()
             raise
         finally:
             await _stopped(keeping)  # whatever ended the follow: no store after it

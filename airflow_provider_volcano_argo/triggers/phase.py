@@ -7,6 +7,7 @@ where the last one stopped.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -121,6 +122,8 @@ class XComCursorStore:
         """Return the cursors an earlier trigger of this task instance stored, or None."""
         from airflow.sdk.execution_time.xcom import XCom
 
+        if _channel_closed():
+            return None
         try:
             found = await XCom.aget_one(key=CURSOR_XCOM_KEY, **self.where)
         except Exception:  # any failure here costs repeated lines at worst, never the sensor's verdict
@@ -132,6 +135,8 @@ class XComCursorStore:
         """Store ``cursors``; return whether Airflow took them."""
         from airflow.sdk.execution_time.xcom import XCom
 
+        if _channel_closed():
+            return False
         try:
             await XCom.aset(key=CURSOR_XCOM_KEY, value=cursors, **self.where)
         except Exception:
@@ -143,3 +148,16 @@ class XComCursorStore:
         if not self._warned:  # once: a store that fails keeps failing, every interval
             self._warned = True
             self.log.warning("Could not %s the log cursors in XCom %s", what, CURSOR_XCOM_KEY, exc_info=True)
+
+
+def _channel_closed() -> bool:
+    """Tell whether the triggerer's channel to Airflow no longer answers.
+
+    When a whole triggerer stops, Airflow 3.3's trigger runner stops reading replies
+    (``TriggerCommsDecoder._reader_task``, cancelled in ``TriggerRunner.arun``) before ``asyncio.run`` cancels the
+    triggers: a request then waits for ever. Read defensively: the attribute is Airflow's, not an API.
+    """
+    from airflow.sdk.execution_time import task_runner
+
+    reader = getattr(getattr(task_runner, "SUPERVISOR_COMMS", None), "_reader_task", None)
+    return isinstance(reader, asyncio.Task) and reader.done()

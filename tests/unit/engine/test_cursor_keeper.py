@@ -176,3 +176,25 @@ def test_a_follow_ended_by_an_unexpected_error_stores_nothing_after_it(fast):
         assert len(store.stored) == stored
 
     asyncio.run(scenario())
+
+
+def test_a_cancelled_follower_gives_up_a_store_that_hangs(monkeypatch):
+    """A triggerer stopping waits for its triggers: a store whose channel no longer answers must not hold it."""
+    monkeypatch.setattr("airflow_provider_volcano_argo.engine.follow_loop.TICK_SECONDS", 0.001)
+    monkeypatch.setattr(cursor_keeper, "STOP_STORE_SECONDS", 0.05)
+
+    class Hangs(Store):
+        async def __call__(self, cursors: dict) -> bool:
+            await asyncio.sleep(3600)
+            return True
+
+    async def scenario():
+        follower = Follower(steps=None, store=Hangs())
+        task = asyncio.create_task(follower.follow())
+        while follower.taken < 2:
+            await asyncio.sleep(0.001)
+        task.cancel()
+        done, _ = await asyncio.wait([task], timeout=30)
+        return done
+
+    assert asyncio.run(scenario())  # the follower ended (cancelled) instead of waiting on the store

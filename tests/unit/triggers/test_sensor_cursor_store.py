@@ -95,3 +95,31 @@ def test_no_store_where_no_triggerer_channel_reaches_airflow(monkeypatch, task_i
     trigger = _trigger()
     trigger.task_instance = task_instance
     assert XComCursorStore.of(trigger) is None
+
+
+def test_a_closed_channel_is_not_written_to(monkeypatch):
+    """A whole triggerer stopping stops reading Airflow's replies before it cancels the triggers: a request then
+    would wait for ever, so the last store is given up at once (the next trigger repeats what a hard kill would).
+    """
+
+    class Closed(Channel):
+        def __init__(self) -> None:
+            super().__init__()
+            self._reader_task = asyncio.run(_finished_task())
+
+        async def asend(self, msg):
+            raise AssertionError("sent on a closed channel")
+
+    monkeypatch.setattr(task_runner, "SUPERVISOR_COMMS", Closed(), raising=False)
+    store = XComCursorStore(**vars(TI), log=SimpleNamespace(warning=lambda *a, **k: None))
+
+    async def scenario():
+        return await store.save({"cursors": {}}), await store.load()
+
+    assert asyncio.run(scenario()) == (False, None)
+
+
+async def _finished_task() -> asyncio.Task:
+    task = asyncio.create_task(asyncio.sleep(0))
+    await task
+    return task
