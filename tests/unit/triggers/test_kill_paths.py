@@ -104,8 +104,10 @@ def test_before_airflow_3_3_cleanup_after_the_event_fired_does_nothing(monkeypat
 def test_airflows_trigger_runner_cancel_path_destroys_only_a_task_no_longer_deferred(monkeypatch, task_state, stopped):
     """Airflow 3.3's ``TriggerRunner`` cancels a trigger "by user action" and awaits ``on_kill`` both when a user
     marked the task failed and when the trigger moved to another triggerer (HA); only the first may stop the run.
+    Before 3.3 the runner cancels the task and awaits ``cleanup``, with the same outcome (the installed Airflow's
+    own path: ``AIRFLOW_V_3_3_PLUS`` is left as it is).
     """
-    trigger, hook = _trigger(monkeypatch, task_state=task_state)
+    trigger, hook = _trigger(monkeypatch, task_state=task_state, airflow_3_3=argo_workflow.AIRFLOW_V_3_3_PLUS)
     ended = _cancel_in_airflows_trigger_runner(monkeypatch, trigger)
     assert isinstance(ended, asyncio.CancelledError)  # cancelled as Airflow cancels, nothing else went wrong
     assert hook.calls == ([("wf", "ns", CleanupSteps(stop=True, delete=True))] if stopped else [])
@@ -116,7 +118,7 @@ def test_a_kill_s_clean_up_survives_the_cancel_airflow_resends_at_every_sync(mon
     cancels again each time: a task-state read slower than one sync (3 s, seen in tests/deployment) must not cut
     the clean-up off (it did: the Workflow was left running after "Stopping Argo Workflow").
     """
-    trigger, hook = _trigger(monkeypatch)
+    trigger, hook = _trigger(monkeypatch, airflow_3_3=argo_workflow.AIRFLOW_V_3_3_PLUS)
 
     async def slow_state():
         await asyncio.sleep(0.3)
@@ -129,7 +131,7 @@ def test_a_kill_s_clean_up_survives_the_cancel_airflow_resends_at_every_sync(mon
 
 
 def _cancel_in_airflows_trigger_runner(monkeypatch, trigger, syncs: int = 1):
-    """Run ``trigger`` in Airflow 3.3's ``TriggerRunner`` (its follow faked to last), then cancel it by user action
+    """Run ``trigger`` in the installed Airflow's ``TriggerRunner`` (its follow faked to last), then cancel it by user action
     at ``syncs`` state syncs 0.05 s apart, as the supervisor re-sends ``to_cancel``; return how its task ended.
     """
     import types
@@ -143,6 +145,7 @@ def _cancel_in_airflows_trigger_runner(monkeypatch, trigger, syncs: int = 1):
 
     monkeypatch.setattr(WorkflowFollower, "run", follows_for_ever)
     monkeypatch.setenv("AIRFLOW_DISABLE_GREENBACK_PORTAL", "true")
+    trigger.timeout_after = None  # as the runner sets it when it loads a trigger (read on cancel before 3.3)
     trigger.task_instance = types.SimpleNamespace(
         id="ti", dag_id="d", task_id="t", run_id="r", try_number=1, map_index=-1, context_carrier={}
     )
@@ -160,3 +163,26 @@ def _cancel_in_airflows_trigger_runner(monkeypatch, trigger, syncs: int = 1):
 
     [ended] = asyncio.run(scenario())
     return ended
+
+
+@pytest.mark.parametrize(("map_index", "key"), [(-1, "t"), (3, "t_3")])
+def test_the_task_state_is_read_with_a_call_the_installed_task_sdk_accepts(monkeypatch, map_index, key):
+    """``_task_state`` passes ``map_index``, which task-sdk 1.0.0 (Airflow 3.0.0) does not take: the ``TypeError``
+    was taken for an unreadable state, so before 3.3 a kill never stopped the run (hence task-sdk >= 1.0.1).
+    """
+    import inspect
+    import types
+
+    from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+
+    accepted = inspect.signature(RuntimeTaskInstance.get_task_states)
+
+    def get_task_states(*args, **kwargs):
+        accepted.bind(*args, **kwargs)  # the installed SDK's own signature; its supervisor round trip is faked
+        return {"r": {key: "failed"}}
+
+    monkeypatch.setattr(RuntimeTaskInstance, "get_task_states", staticmethod(get_task_states))
+    spec = FollowSpec(namespace="ns", workflow_name="wf", job_name="job")
+    trigger = argo_workflow.ArgoWorkflowTrigger(spec=spec.to_dict())
+    trigger.task_instance = types.SimpleNamespace(dag_id="d", task_id="t", run_id="r", map_index=map_index)
+    assert asyncio.run(trigger._task_state()) == "failed"
