@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 
 from tests.integration.helpers import (
+    NEEDS_SDK_RUNNER,
+    dag_test_runs_in_core,
     example_dag,
     run_dag,
     run_task_of,
@@ -30,6 +32,7 @@ def test_hello_world_puts_every_rank_in_the_task_log(sandbox, mpi_namespace, cap
 def test_nightly_pipeline_sizes_the_run_from_xcom_and_its_asset_event_triggers_the_report(
     sandbox, mpi_namespace, caplog, capfd
 ):
+    pytest.importorskip("airflow.dag_processing.dagbag", reason="unpause() syncs the DAG bundle as Airflow >= 3.2 does")
     from airflow.models.asset import AssetEvent, AssetModel
     from airflow.utils.session import create_session
 
@@ -61,6 +64,9 @@ def test_nightly_pipeline_sizes_the_run_from_xcom_and_its_asset_event_triggers_t
     assert xcom_result(report.dag_id, "announce") == [nightly_run]
 
 
+@pytest.mark.skipif(
+    dag_test_runs_in_core(), reason=f"{NEEDS_SDK_RUNNER}: compare's lazy XCom list needs its supervisor"
+)
 def test_sweep_runs_one_job_per_worker_count_each_with_its_own_name(sandbox, mpi_namespace, caplog, capfd):
     dag = example_dag("volcano_mpi_sweep")
     states, log = run_dag(dag, caplog, capfd, namespace=mpi_namespace)

@@ -16,7 +16,7 @@ from airflow_provider_volcano_argo.models.follow import FollowSpec
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
 from airflow_provider_volcano_argo.triggers.argo_workflow import ArgoWorkflowTrigger
 from tests.conftest import keep_for_secret_scan
-from tests.integration.helpers import phase_of, stop_probe_mid_stream, submit_from_template, wait_for
+from tests.integration.helpers import capture_task_log, phase_of, stop_probe_mid_stream, submit_from_template, wait_for
 from tests.integration.reliability import leftovers
 
 pytestmark = pytest.mark.integration
@@ -58,7 +58,7 @@ def _logging_triggers(ns: str, workflows: dict[str, dict], shown: dict[str, list
     for job, workflow in workflows.items():
         spec = FollowSpec(namespace=ns, workflow_name=workflow["metadata"]["name"], job_name=job)
         trigger = ArgoWorkflowTrigger(spec=spec.to_dict(), connection={"kubernetes_conn_id": "kubernetes_default"})
-        trigger.log.info = lambda msg, *args, job=job: shown[job].append(msg % args if args else msg)
+        capture_task_log(trigger, shown[job].append)
         triggers.append(trigger)
     return triggers
 
@@ -158,14 +158,14 @@ def test_triggerer_restart_resumes_without_repeating_or_losing_lines(sandbox, su
 
     async def scenario():
         first = _trigger(ns, wf)
-        first.log.info = lambda msg, *args: shown.append(msg % args if args else msg)  # the task log
+        capture_task_log(first, shown.append)  # the task log
         task = asyncio.create_task(first.run().__anext__())
         await asyncio.to_thread(wait_for, lambda: sum(line.startswith("step ") for line in shown) >= 10, 60)
         task.cancel()  # triggerer restart: no on_kill, the work goes on
         with pytest.raises(asyncio.CancelledError):
             await task
         second = _rebuild(first)
-        second.log.info = lambda msg, *args: shown.append(msg % args if args else msg)
+        capture_task_log(second, shown.append)
         return await second.run().__anext__()
 
     event = asyncio.run(scenario())
@@ -239,7 +239,7 @@ def test_api_server_restart_mid_run_loses_and_repeats_nothing(sandbox, submitted
     shown: list[str] = []
     result: dict = {}
     trigger = _trigger(ns, wf)
-    trigger.log.info = lambda msg, *args: shown.append(msg % args if args else msg)
+    capture_task_log(trigger, shown.append)
 
     def follow() -> None:
         result["event"] = asyncio.run(trigger.run().__anext__())
@@ -311,7 +311,7 @@ def test_log_poll_interval_reads_without_holding_a_stream_and_loses_or_repeats_n
     spec = FollowSpec(namespace=ns, workflow_name=wf["metadata"]["name"], job_name="traced", log_poll_interval=1.5)
     trigger = ArgoWorkflowTrigger(spec=spec.to_dict(), connection={"kubernetes_conn_id": "kubernetes_default"})
     shown: list[str] = []
-    trigger.log.info = lambda msg, *args: shown.append(msg % args if args else msg)
+    capture_task_log(trigger, shown.append)
     event = asyncio.run(trigger.run().__anext__())
     assert event.payload["status"] == "success", event.payload
     assert [line for line in shown if line.startswith("step ")] == [f"step {i}" for i in range(40)]
@@ -400,7 +400,7 @@ def test_a_trigger_row_written_by_version_0_1_loads_and_runs_to_the_event(submit
     cls = TriggerRunner.get_trigger_by_classpath(types.SimpleNamespace(trigger_cache={}), row.classpath)
     trigger = cls(**Trigger._decrypt_kwargs(row.encrypted_kwargs))
     shown: list[str] = []
-    trigger.log.info = lambda msg, *args: shown.append(msg % args if args else msg)
+    capture_task_log(trigger, shown.append)
     event = asyncio.run(asyncio.wait_for(trigger.run().__anext__(), 120)).payload
     assert event["status"] == "success", event["message"]
     assert [line for line in shown if line.startswith("step ")] == [f"step {i}" for i in range(40)]

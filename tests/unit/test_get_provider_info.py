@@ -85,9 +85,12 @@ def test_airflow_role_is_exactly_the_verbs_the_provider_uses():
 
 def test_airflow_knows_the_providers_configuration_and_its_defaults():
     from airflow.configuration import conf
+    from airflow.providers_manager import ProvidersManager
 
     from airflow_provider_volcano_argo.engine import followed_log_slots as slots_module
 
+    # as every Airflow command does at start (the triggerer's too); Airflow 3.0 reads no provider's defaults before
+    ProvidersManager().initialize_providers_configuration()
     options = get_provider_info()["config"][slots_module.SECTION]["options"]
     assert set(options) == {"max_followed_logs", "overflow_log_poll_interval"}
     # no fallback: Airflow read these defaults from the provider's metadata (as `airflow config list` shows them)

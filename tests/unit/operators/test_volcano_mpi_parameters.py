@@ -101,7 +101,10 @@ class _RecordingHook:
 
 
 def test_airflows_own_deferral_timeout_stops_and_deletes_the_run_before_failing(monkeypatch):
-    from airflow.sdk.exceptions import TaskDeferralTimeout
+    try:
+        from airflow.sdk.exceptions import TaskDeferralTimeout
+    except ImportError:  # task-sdk 1.0 raises the one in airflow.exceptions
+        from airflow.exceptions import TaskDeferralTimeout
 
     from airflow_provider_volcano_argo.models.policies import CleanupSteps
 

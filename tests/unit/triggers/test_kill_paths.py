@@ -131,8 +131,8 @@ def test_a_kill_s_clean_up_survives_the_cancel_airflow_resends_at_every_sync(mon
 
 
 def _cancel_in_airflows_trigger_runner(monkeypatch, trigger, syncs: int = 1):
-    """Run ``trigger`` in the installed Airflow's ``TriggerRunner`` (its follow faked to last), then cancel it by user action
-    at ``syncs`` state syncs 0.05 s apart, as the supervisor re-sends ``to_cancel``; return how its task ended.
+    """Run ``trigger`` in the installed Airflow's ``TriggerRunner`` (its follow faked to last), then cancel it by
+    user action at ``syncs`` state syncs 0.05 s apart, as the supervisor re-sends ``to_cancel``; return how it ended.
     """
     import types
 
