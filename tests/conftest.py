@@ -4,8 +4,10 @@ and where the upstream reference files are.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -17,6 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 # Airflow reads its configuration at import time: isolate it before anything imports airflow.
 _AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="volcano-argo-airflow-home-"))
+atexit.register(shutil.rmtree, _AIRFLOW_HOME, True)  # each pytest run left one behind in /tmp
 os.environ["AIRFLOW_HOME"] = str(_AIRFLOW_HOME)
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "False")
