@@ -143,6 +143,7 @@ class Kubelet:
                     self._finalize(pod, runner)
                     continue
                 if runner is None and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                    self.logs.admit_pod(*key, meta["uid"])
                     runner = self.runners[key] = PodRunner(pod, self.api, self.programs, self.logs, self.time_scale)
                     runner.start()
                 elif runner is not None and runner.dirty:

@@ -67,9 +67,28 @@ class LogStore:
         workdir.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._instances: dict[tuple[str, str, str], list[LogInstance]] = {}
+        self._uids: dict[tuple[str, str], str] = {}  # the pods this kubelet runs, by name
+        self._backing_off: set[tuple[str, str, str]] = set()  # containers waiting in CrashLoopBackOff
+
+    def admit_pod(self, namespace: str, pod: str, uid: str) -> None:
+        """Start serving the logs of pod ``uid`` under its name; an earlier pod of that name's logs are gone.
+
+        The kubelet finds a pod's logs by name among the pods it runs (``server.go: getContainerLogs``,
+        ``GetPodByName``): once ``RestartJob`` re-created a pod under the same name, the name means the new pod.
+        """
+        with self._lock:
+            if self._uids.get((namespace, pod)) not in (None, uid):
+                self._drop(namespace, pod)
+            self._uids[(namespace, pod)] = uid
+
+    def back_off(self, namespace: str, pod: str, container: str) -> None:
+        """Note that ``container`` exited and waits for its restart: its ``lastState`` is now the newest instance."""
+        with self._lock:
+            self._backing_off.add((namespace, pod, container))
 
     def new_instance(self, namespace: str, pod: str, container: str) -> LogInstance:
         with self._lock:
+            self._backing_off.discard((namespace, pod, container))
             runs = self._instances.setdefault((namespace, pod, container), [])
             path = self.workdir / f"{namespace}_{pod}_{container}_{len(runs)}.log"
             path.write_bytes(b"")
@@ -77,21 +96,34 @@ class LogStore:
             return runs[-1]
 
     def lookup(self, namespace: str, pod: str, container: str, previous: bool) -> LogInstance | None:
+        """Return the instance a read serves (``kubelet_pods.go: validateContainerLogStatus``), or None.
+
+        Without ``previous``: the running or terminated container, else ``lastState``: the newest instance either
+        way. With ``previous``: ``lastState``, which is the newest instance while it waits in CrashLoopBackOff
+        (``convertToAPIContainerStatuses`` moves the exited state there) and the one before once it runs again.
+        """
         with self._lock:
-            runs = self._instances.get((namespace, pod, container), [])
-            index = -2 if previous else -1
+            key = (namespace, pod, container)
+            runs = self._instances.get(key, [])
+            index = (-1 if key in self._backing_off else -2) if previous else -1
             return runs[index] if len(runs) >= -index else None
 
     def known(self, namespace: str, pod: str) -> bool:
+        """Tell whether this kubelet runs a pod of that name (it answers 404 for others)."""
         with self._lock:
-            return any(k[0] == namespace and k[1] == pod for k in self._instances)
+            return (namespace, pod) in self._uids or any(k[0] == namespace and k[1] == pod for k in self._instances)
 
     def forget_pod(self, namespace: str, pod: str) -> None:
         with self._lock:
-            for key in [k for k in self._instances if k[0] == namespace and k[1] == pod]:
-                for run in self._instances.pop(key):
-                    run.finish()
-                    run.path.unlink(missing_ok=True)
+            self._drop(namespace, pod)
+            self._uids.pop((namespace, pod), None)
+
+    def _drop(self, namespace: str, pod: str) -> None:
+        for key in [k for k in self._instances if k[0] == namespace and k[1] == pod]:
+            self._backing_off.discard(key)
+            for run in self._instances.pop(key):
+                run.finish()
+                run.path.unlink(missing_ok=True)
 
 
 def _select(line: bytes, since: bytes | None) -> bool:
@@ -136,10 +168,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         previous = query.get("previous") == "true"
         instance = self.store.lookup(namespace, pod, container, previous)
         if instance is None:
-            if previous:
+            # server.go getContainerLogs: 404 for a pod the kubelet does not run; any error of GetContainerLogs
+            # (validateContainerLogStatus) is a 400, "waiting to start" for a container that has not started yet
+            if not self.store.known(namespace, pod):
+                self._fail(404, f'pod "{pod}" does not exist')
+            elif previous:
                 self._fail(400, f'previous terminated container "{container}" in pod "{pod}" not found')
             else:
-                self._fail(404, f'container "{container}" in pod "{pod}" is not available')
+                self._fail(400, f'container "{container}" in pod "{pod}" is waiting to start: ContainerCreating')
             return
         since_ns = None
         if "sinceTime" in query:

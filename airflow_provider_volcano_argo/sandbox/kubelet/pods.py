@@ -15,14 +15,13 @@ from typing import TYPE_CHECKING
 
 from airflow_provider_volcano_argo.sandbox.emulation.cluster import now_rfc3339
 from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, KubeApi
+from airflow_provider_volcano_argo.sandbox.kubelet.backoff import BACKOFF_MAX, BACKOFF_START, CrashLoopBackOff
 from airflow_provider_volcano_argo.sandbox.kubelet.programs import ContainerContext, ProgramRegistry
 
 if TYPE_CHECKING:
     from airflow_provider_volcano_argo.sandbox.kubelet.logstore import LogStore
 
 log = logging.getLogger(__name__)
-
-BACKOFF_START, BACKOFF_MAX = 10.0, 300.0  # the kubelet's crash-loop back-off
 
 
 @dataclass
@@ -35,7 +34,9 @@ class ContainerRun:
     last_state: dict = field(default_factory=dict)
     ready: bool = False
     started_at: float = 0.0
+    finished_at: float = 0.0
     context: ContainerContext | None = None
+    backoff: CrashLoopBackOff | None = None
 
 
 class PodRunner:
@@ -113,15 +114,50 @@ class PodRunner:
         instance.finish()
         with self.lock:
             run.ready = False
+            run.finished_at = time.monotonic()
             run.state = {
                 "terminated": {
                     "exitCode": code,
                     "reason": "Completed" if code == 0 else "Error",
                     "startedAt": started,
                     "finishedAt": now_rfc3339(),
+                    "containerID": self._container_id(run),
                 }
             }
         return code
+
+    def _container_id(self, run: ContainerRun) -> str:
+        return f"emulated://{self.pod['metadata']['uid']}/{run.spec['name']}/{run.restart_count}"
+
+    def _back_off(self, run: ContainerRun) -> bool:
+        """Wait as the kubelet does before starting an exited container again; False once the pod is stopping.
+
+        ``kuberuntime_manager.go: doBackOff``: the first restart is immediate, later ones wait (``backoff.py``).
+        While it waits, ``kubelet_pods.go: convertToAPIContainerStatuses`` reports the container *Waiting*
+        (``CrashLoopBackOff``) with the exited one as ``lastState`` and its ``restartCount``; ``previous`` logs
+        then serve that exited instance (``validateContainerLogStatus``).
+        """
+        scale = self.time_scale
+        backoff = run.backoff = run.backoff or CrashLoopBackOff(BACKOFF_START * scale, BACKOFF_MAX * scale)
+        ended = run.state
+        delay = backoff.remaining(run.finished_at, time.monotonic())
+        if delay > 0:
+            meta, name = self.pod["metadata"], run.spec["name"]
+            message = (
+                f"back-off {(backoff.delay or 0) / scale:.0f}s restarting failed container={name} "
+                f"pod={meta['name']}_{meta['namespace']}({meta['uid']})"
+            )
+            with self.lock:
+                run.state = {"waiting": {"reason": "CrashLoopBackOff", "message": message}}
+                run.last_state = ended
+            self.logs.back_off(meta["namespace"], meta["name"], name)
+            self.report()
+            if self.stop.wait(delay):
+                return False
+        backoff.next(run.finished_at, time.monotonic())
+        with self.lock:
+            run.last_state, run.restart_count = ended, run.restart_count + 1
+        return True
 
     def _should_restart(self, code: int) -> bool:
         policy = self.pod["spec"].get("restartPolicy", "Always")
@@ -136,17 +172,11 @@ class PodRunner:
             self.changed.set()
 
     def _restarting(self, run: ContainerRun) -> None:
-        backoff = BACKOFF_START
         while not self.stop.is_set():
             code = self._execute(run)
             self.report()
-            if not self._should_restart(code):
+            if not self._should_restart(code) or not self._back_off(run):
                 return
-            if self.stop.wait(backoff * self.time_scale):
-                return
-            backoff = min(backoff * 2, BACKOFF_MAX)
-            with self.lock:
-                run.last_state, run.restart_count = run.state, run.restart_count + 1
 
     def _run(self) -> None:
         try:
@@ -165,10 +195,8 @@ class PodRunner:
                 if self.pod["spec"].get("restartPolicy", "Always") == "Never":
                     self._end("Failed")
                     return
-                with self.lock:
-                    run.last_state, run.restart_count = run.state, run.restart_count + 1
                 self.report()
-                if self.stop.wait(BACKOFF_START * self.time_scale):
+                if not self._back_off(run):
                     return
             if self.stop.is_set():
                 return
@@ -247,7 +275,7 @@ class PodRunner:
                     "state": run.state,
                     "lastState": run.last_state,
                     "started": "running" in run.state,
-                    "containerID": f"emulated://{self.pod['metadata']['uid']}/{run.spec['name']}/{run.restart_count}",
+                    "containerID": self._container_id(run),
                 }
 
             status = {
