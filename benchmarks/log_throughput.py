@@ -153,14 +153,14 @@ def trace_log_reads(verbose: bool) -> None:
 
     original = AsyncVolcanoArgoHook.stream_log
 
-    async def stream_log(self, pod, container, namespace, since_time, follow):
+    async def stream_log(self, pod, container, namespace, since_time, follow, previous=False):
         read = {"since": since_time, "follow": follow, "bytes": 0, "seconds": 0.0, "end": "open"}
         READS.append(read)
         started = time.monotonic()
         if verbose:
             say(f"log read opened: follow={follow} sinceTime={since_time}")
         try:
-            async for chunk in original(self, pod, container, namespace, since_time, follow):
+            async for chunk in original(self, pod, container, namespace, since_time, follow, previous):
                 read["bytes"] += len(chunk)
                 yield chunk
             read["end"] = "ended"

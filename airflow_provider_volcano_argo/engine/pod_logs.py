@@ -21,7 +21,13 @@ from airflow_provider_volcano_argo.engine.followed_log_slots import FollowedLogS
 from airflow_provider_volcano_argo.engine.informer import SharedObjectWatcher
 from airflow_provider_volcano_argo.engine.reconnect import Reconnect
 from airflow_provider_volcano_argo.exceptions import ApiNotFoundError
-from airflow_provider_volcano_argo.models.container_instances import instance_finished, job_of_pod, log_instances
+from airflow_provider_volcano_argo.models.container_instances import (
+    LogRead,
+    instance_finished,
+    job_of_pod,
+    log_instances,
+    log_read,
+)
 from airflow_provider_volcano_argo.models.log_cursor import CursorBook, LineSplitter, LogCursor, parse_log_line
 from airflow_provider_volcano_argo.models.resources import PODS
 from airflow_provider_volcano_argo.models.results import bounded_tails
@@ -36,6 +42,10 @@ TAIL_LINES = 20
 #: whole grace period to die, and a master still printing would keep an idle-based drain going for ever.
 DRAIN_SECONDS = 30.0
 BOUNDED_DRAIN_SECONDS = 2.0
+#: The kubelet ends a follow read when the container exits (``logs.go: waitLogs``) and starts it again at once the
+#: first time (``doBackOff``): a read by name before the pod watch shows the exit may already get the next
+#: instance's lines. So a follow read that ended is read again only once the watch says so, or after this long.
+FOLLOW_END_SECONDS = 10.0
 
 
 @dataclass
@@ -54,6 +64,8 @@ class InstanceStream:
     header: str | None = None
     poll_interval: float | None = None  # read every so often instead of holding a follow stream
     slots: FollowedLogSlots | None = None  # the triggerer's limit on followed logs (default: the running loop's)
+    where: Callable[[], LogRead | None] | None = None  # how pods/log serves it now (default: current, is_finished)
+    after: asyncio.Task | None = None  # the stream of the container's instance before: its lines come first
     tail: deque = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
     lines_emitted: int = 0
     overflowed: bool = False  # told the task log once that this log is read every few seconds
@@ -62,6 +74,8 @@ class InstanceStream:
         """Stream until the instance ended (or its pod is gone), reconnecting from the cursor as needed."""
         if self.key in self.book.done:
             return
+        if self.after is not None:  # one container's instances one after another, each under its own header
+            await asyncio.wait([self.after])
         if self.header and self.key not in self.book.headers:
             self.emit(self.header)
             self.book.headers.add(self.key)
@@ -73,7 +87,10 @@ class InstanceStream:
             # then read at different times, through a few pooled connections instead of one each at once
             await self._wait_for_end(self.poll_interval * random.random())
         while True:
-            finished_before = self.is_finished()
+            where = self._where()
+            if where is None:  # pod gone (its name may be a new pod's already) or restarted again: not served
+                break
+            finished_before = where.ended
             follow = not finished_before and not self.poll_interval and slots.try_acquire()
             if not (follow or finished_before or self.poll_interval or self.overflowed):
                 # beyond the limit: say so once, and read first at a random point of the interval (runs deferred
@@ -82,7 +99,7 @@ class InstanceStream:
                 await self._wait_for_end(slots.overflow_poll_interval * random.random())
                 continue
             try:
-                await self._read(cursor, follow=follow)
+                await self._read(cursor, follow=follow, previous=where.previous)
                 reconnect.reset()
             except ApiNotFoundError:  # pod deleted: what was streamed is all there is
                 break
@@ -98,9 +115,16 @@ class InstanceStream:
                 continue  # the follow stream ended with the container: one more read catches the tail
             if self.poll_interval:
                 await self._wait_for_end(self.poll_interval)
-            elif not follow:  # jittered, so that the overflowing logs stay spread over the interval
+            elif follow:  # ended with its container, most likely: the watch shows it soon (FOLLOW_END_SECONDS)
+                await self._wait_for_end(FOLLOW_END_SECONDS)
+            else:  # jittered, so that the overflowing logs stay spread over the interval
                 await self._wait_for_end(slots.overflow_poll_interval * random.uniform(0.5, 1.5))
         self.book.done.add(self.key)
+
+    def _where(self) -> LogRead | None:
+        if self.where is not None:
+            return self.where()
+        return LogRead(previous=False, ended=self.is_finished())
 
     def _tell_overflow(self, slots: FollowedLogSlots) -> None:
         self.overflowed = True
@@ -116,10 +140,11 @@ class InstanceStream:
         while not self.is_finished() and time.monotonic() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(min(1.0, max(deadline - time.monotonic(), 0.0)))
 
-    async def _read(self, cursor: LogCursor, follow: bool) -> None:
+    async def _read(self, cursor: LogCursor, follow: bool, previous: bool = False) -> None:
         splitter = LineSplitter(MAX_LINE_BYTES)
         cursor.rewind()
-        async for chunk in self.hook.stream_log(self.pod, self.container, self.namespace, cursor.since_time(), follow):
+        since = cursor.since_time()
+        async for chunk in self.hook.stream_log(self.pod, self.container, self.namespace, since, follow, previous):
             for raw in splitter.feed(chunk):
                 self._accept(cursor, raw)
         for raw in splitter.flush():
@@ -194,6 +219,9 @@ class PodLogForwarder:
             if key in self.streams or key in self.book.done:
                 continue
             job = job_of_pod(pod)
+            uid, container, restart = key.rsplit("/", 2)
+            before = [k for k in self.streams if k.rsplit("/", 2)[:2] == [uid, container]]
+            before = [k for k in before if int(k.rsplit("/", 2)[2]) < int(restart)]
             stream = InstanceStream(
                 hook=self.hook,
                 namespace=self.namespace,
@@ -206,6 +234,8 @@ class PodLogForwarder:
                 prefix=f"[{job}] " if self.prefix_job_names else "",
                 header=instance.header(job, self.prefix_job_names),
                 poll_interval=self.poll_interval,
+                where=lambda k=key: log_read(self.pods.values(), k),
+                after=self.streams[max(before, key=lambda k: int(k.rsplit("/", 2)[2]))][0] if before else None,
             )
             self.streams[key] = (asyncio.create_task(stream.run()), stream)
             self.stream_jobs[key] = job

@@ -45,11 +45,15 @@ MERGE_PATCH = "application/merge-patch+json"
 _RAISE: Any = object()  # no ``absent`` value: a 404 raises like any other error
 
 
-def log_query(container: str, since_time: str | None, follow: bool, tail_lines: int | None) -> list[tuple[str, Any]]:
+def log_query(
+    container: str, since_time: str | None, follow: bool, tail_lines: int | None, previous: bool = False
+) -> list[tuple[str, Any]]:
     """Build the query of ``pods/log``; ``sinceTime`` is sent directly (the Python client has only ``sinceSeconds``)."""
     query: list[tuple[str, Any]] = [("container", container), ("timestamps", "true")]
     if follow:
         query.append(("follow", "true"))
+    if previous:
+        query.append(("previous", "true"))
     if since_time:
         query.append(("sinceTime", since_time))
     if tail_lines is not None:
@@ -317,11 +321,14 @@ class AsyncVolcanoArgoHook(AsyncKubernetesHook):
                 response.release()
 
     async def stream_log(
-        self, pod: str, container: str, namespace: str, since_time: str | None, follow: bool
+        self, pod: str, container: str, namespace: str, since_time: str | None, follow: bool, previous: bool = False
     ) -> AsyncIterator[bytes]:
-        """Yield the container's log with timestamps, chunk by chunk (bounded), from ``since_time``."""
+        """Yield the container's log with timestamps, chunk by chunk (bounded), from ``since_time``.
+
+        With ``previous``, the log of the container's ``lastState`` (the instance that exited last).
+        """
         path = f"/api/v1/namespaces/{namespace}/pods/{pod}/log"
-        query = log_query(container, since_time, follow, None)
+        query = log_query(container, since_time, follow, None, previous)
         # (connect, read-idle) for a follow: no total limit (cncf-kubernetes turns None into a 60 s total, which
         # cut every follow read once a minute), but a silent or half-open stream is re-opened after 5 minutes
         timeout = FOLLOW_TIMEOUT if follow else 120

@@ -1,7 +1,13 @@
-"""Container instances of a Volcano task's pods: which logs exist, when each has ended, how each exited.
+"""Container instances of a Volcano task's pods: which logs exist, how to read each, how each exited.
 
 A container instance is one run of a container: a pod uid, a container name and a restart count. A restart or a
 pod re-created under the same name (``RestartJob``) starts a new instance with a log of its own.
+
+``pods/log`` names a pod, not a uid, and serves two instances of a container: the current one, and with
+``previous=true`` the kubelet's ``lastState`` (``kubelet_pods.go: validateContainerLogStatus``). While an exited
+container waits for its restart (CrashLoopBackOff) its status is *waiting* with the exited instance as ``lastState``
+and its ``restartCount`` (``convertToAPIContainerStatuses``); once the next instance runs, ``lastState`` is the one
+before. An instance is read through whichever of the two holds it, and not at all once neither does.
 """
 
 from __future__ import annotations
@@ -48,38 +54,84 @@ def _container_status(pod: dict, container: str) -> dict | None:
     return None
 
 
+@dataclass(frozen=True)
+class LogRead:
+    """How ``pods/log`` reaches one instance now: through ``previous=true`` or not, and whether it has ended."""
+
+    previous: bool
+    ended: bool
+
+
+def _current(status: dict) -> int | None:
+    """Return the restart count of the instance a plain read serves as running or terminated, or None."""
+    started = {"running", "terminated"} & set(status.get("state") or {})
+    return int(status.get("restartCount", 0) or 0) if started else None
+
+
+def _last_terminated(status: dict) -> int | None:
+    """Return the restart count of the instance ``lastState`` holds (what ``previous=true`` serves), or None."""
+    last = (status.get("lastState") or {}).get("terminated")
+    if not last:
+        return None
+    restart = int(status.get("restartCount", 0) or 0)
+    waiting = "waiting" in (status.get("state") or {})
+    # waiting in back-off, the status still describes the exited container: lastState is that very instance (same
+    # containerID); a new container created but not started yet has an ID of its own and the previous as lastState
+    if waiting and last.get("containerID", "") in ("", status.get("containerID", "")):
+        return restart
+    return restart - 1 if restart > 0 else None
+
+
 def log_instances(pods: Iterable[dict], container: str, jobs: set[str]) -> list[tuple[dict, LogInstance]]:
-    """Return the instances of ``container`` that have started, in pods of ``jobs``, oldest attempt first."""
+    """Return the instances of ``container`` that have started, in pods of ``jobs``, oldest attempt first.
+
+    Both that ``pods/log`` serves: the current one and ``lastState`` (one that ended between two watch events,
+    or before the watch began, is read through ``previous``).
+    """
     found = []
     for pod in pods:
         meta = pod["metadata"]
         if job_of_pod(pod) not in jobs:
             continue
         status = _container_status(pod, container)
-        if not status or not ({"running", "terminated"} & set(status.get("state") or {})):
+        if not status:
             continue
         retry = int((meta.get("annotations") or {}).get(VOLCANO_RETRY_COUNT_ANNOTATION, 0) or 0)
-        restart = int(status.get("restartCount", 0) or 0)
-        key = instance_key(meta["uid"], container, restart)
-        found.append((pod, LogInstance(key, meta["name"], retry, restart)))
+        for restart in sorted({r for r in (_last_terminated(status), _current(status)) if r is not None}):
+            found.append(
+                (pod, LogInstance(instance_key(meta["uid"], container, restart), meta["name"], retry, restart))
+            )
     return sorted(
         found, key=lambda item: (item[1].retry, item[0]["metadata"].get("creationTimestamp", ""), item[1].restart)
     )
 
 
-def instance_finished(pods: Iterable[dict], key: str) -> bool:
-    """Tell whether an instance has finished: its pod is gone, it was restarted, or it is terminated."""
+def log_read(pods: Iterable[dict], key: str) -> LogRead | None:
+    """Return how to read an instance's log now, or None when ``pods/log`` no longer serves it.
+
+    None when its pod is gone: its name may already belong to a pod re-created by ``RestartJob`` (another uid),
+    whose log a read by name would return; and when the container restarted again since (neither current nor
+    ``lastState``).
+    """
     uid, container, restart = key.rsplit("/", 2)
     for pod in pods:
         if pod["metadata"]["uid"] != uid:
             continue
         status = _container_status(pod, container)
         if status is None:
-            return True
-        if int(status.get("restartCount", 0) or 0) > int(restart):
-            return True
-        return "terminated" in (status.get("state") or {})
-    return True
+            return None
+        if _last_terminated(status) == int(restart):
+            return LogRead(previous=True, ended=True)
+        if _current(status) == int(restart):
+            return LogRead(previous=False, ended="terminated" in (status.get("state") or {}))
+        return None
+    return None
+
+
+def instance_finished(pods: Iterable[dict], key: str) -> bool:
+    """Tell whether an instance has finished: it ended, or its log is no longer served (see ``log_read``)."""
+    read = log_read(pods, key)
+    return read is None or read.ended
 
 
 def exit_codes(pods: Iterable[dict], container: str, jobs: set[str]) -> list[ExitCode]:

@@ -303,9 +303,9 @@ def test_log_poll_interval_reads_without_holding_a_stream_and_loses_or_repeats_n
     follows: list[bool] = []
     real_stream_log = AsyncVolcanoArgoHook.stream_log
 
-    def recording_stream_log(self, pod, container, namespace, since_time, follow):
+    def recording_stream_log(self, pod, container, namespace, since_time, follow, previous=False):
         follows.append(follow)  # a spy: the real API server answers every read
-        return real_stream_log(self, pod, container, namespace, since_time, follow)
+        return real_stream_log(self, pod, container, namespace, since_time, follow, previous)
 
     monkeypatch.setattr(AsyncVolcanoArgoHook, "stream_log", recording_stream_log)
     spec = FollowSpec(namespace=ns, workflow_name=wf["metadata"]["name"], job_name="traced", log_poll_interval=1.5)
@@ -334,12 +334,12 @@ def test_logs_beyond_max_followed_logs_are_read_every_interval_and_lose_or_repea
     following = {"now": 0, "peak": 0}
     real_stream_log = AsyncVolcanoArgoHook.stream_log
 
-    async def recording_stream_log(self, pod, container, namespace, since_time, follow):
+    async def recording_stream_log(self, pod, container, namespace, since_time, follow, previous=False):
         reads.append((pod, follow))  # a spy: the real API server answers every read
         following["now"] += follow
         following["peak"] = max(following["peak"], following["now"])
         try:
-            async for chunk in real_stream_log(self, pod, container, namespace, since_time, follow):
+            async for chunk in real_stream_log(self, pod, container, namespace, since_time, follow, previous):
                 yield chunk
         finally:
             following["now"] -= follow

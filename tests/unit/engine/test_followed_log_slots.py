@@ -80,7 +80,7 @@ class FakeHook:
         self.containers = containers
         self.reads: list[tuple[str, bool]] = []
 
-    async def stream_log(self, pod, container, namespace, since_time, follow):
+    async def stream_log(self, pod, container, namespace, since_time, follow, previous=False):
         self.reads.append((pod, follow))
         source, sent = self.containers[pod], 0
         while True:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from airflow_provider_volcano_argo.models.container_instances import (
     LogInstance,
+    LogRead,
     exit_codes,
     instance_finished,
     job_of_pod,
     log_instances,
+    log_read,
 )
 
 
@@ -130,3 +132,42 @@ def test_exit_codes_of_the_current_and_the_last_instance():
 def test_a_pod_without_the_job_label_belongs_to_no_job():
     assert job_of_pod({"metadata": {}}) == "" and job_of_pod({"metadata": {"labels": None}}) == ""
     assert job_of_pod(_pod("p1", 0, "running")) == "j"
+
+
+def _restarting(restart: int, state: dict, last: int | None, current_id: int | None = None) -> dict:
+    """The master's pod as the kubelet reports it around a restart (container IDs name the instance)."""
+    status: dict = {
+        "restartCount": restart,
+        "state": state,
+        "containerID": f"c{restart if current_id is None else current_id}",
+    }
+    if last is not None:
+        status["lastState"] = {"terminated": {"exitCode": 1, "containerID": f"c{last}"}}
+    return _instance_pod("j-mpimaster-0", "p1", "t", "0", **status)
+
+
+def test_an_instance_is_read_where_the_kubelet_serves_it_current_then_previous_then_nowhere():
+    """kubelet_pods.go: validateContainerLogStatus serves the current instance, or lastState with previous=true."""
+    back_off = {"waiting": {"reason": "CrashLoopBackOff"}}
+    assert log_read([_restarting(0, {"running": {}}, None)], "p1/mpimaster/0") == LogRead(previous=False, ended=False)
+    assert log_read([_restarting(0, {"terminated": {}}, None)], "p1/mpimaster/0") == LogRead(previous=False, ended=True)
+    # crash-looping: waiting, the exited instance 1 as lastState (same container ID), restartCount still 1
+    waiting = _restarting(1, back_off, last=1)
+    assert log_read([waiting], "p1/mpimaster/1") == LogRead(previous=True, ended=True)
+    assert log_read([waiting], "p1/mpimaster/0") is None  # served no more
+    # instance 2 created, not started yet: its own ID, lastState is instance 1
+    assert log_read([_restarting(2, {"waiting": {}}, last=1)], "p1/mpimaster/1") == LogRead(previous=True, ended=True)
+    running = _restarting(2, {"running": {}}, last=1)
+    assert log_read([running], "p1/mpimaster/1") == LogRead(previous=True, ended=True)
+    assert log_read([running], "p1/mpimaster/2") == LogRead(previous=False, ended=False)
+    assert log_read([], "p1/mpimaster/2") is None  # pod gone: its name may be another pod's already
+    assert instance_finished([waiting], "p1/mpimaster/1") and not instance_finished([running], "p1/mpimaster/2")
+
+
+def test_instances_seen_only_as_last_state_are_listed_too():
+    """An instance that started and crashed between two watch events is seen only as lastState."""
+    back_off = {"waiting": {"reason": "CrashLoopBackOff"}}
+    keys = [i.key for _, i in log_instances([_restarting(1, back_off, last=1)], "mpimaster", {"j"})]
+    assert keys == ["p1/mpimaster/1"]
+    keys = [i.key for _, i in log_instances([_restarting(2, {"running": {}}, last=1)], "mpimaster", {"j"})]
+    assert keys == ["p1/mpimaster/1", "p1/mpimaster/2"]
