@@ -85,7 +85,7 @@ def test_a_pod_recreated_under_the_same_name_never_feeds_the_earlier_pods_cursor
     api.delete("pods", "j-mpimaster-0", ns)
     wait_for(lambda: api.get_or_none("pods", "j-mpimaster-0", ns) is None, 30, what="earlier pod gone")
     sandbox.kubelet.programs.script(ScriptedProgram(lines=["new 0", "new 1"]), namespace=ns, container="mpimaster")
-    sandbox.kubelet.programs.script(ScriptedProgram(duration=2), namespace=ns, container="setup")
+    sandbox.kubelet.programs.script(ScriptedProgram(duration=4), namespace=ns, container="setup")
     init = [{"name": "setup", "image": "a:1"}]
     api.create("pods", {**earlier, "spec": {**earlier["spec"], "initContainers": init}}, ns)
     emitted: list[str] = []
@@ -94,7 +94,7 @@ def test_a_pod_recreated_under_the_same_name_never_feeds_the_earlier_pods_cursor
         hook = KubernetesConnection.from_dict(CONNECTION).async_hook()
         forwarder = PodLogForwarder(hook, ns, "", "mpimaster", lambda: {"j"}, CursorBook(), emitted.append)
         await forwarder._on_pod("SYNCED", {"items": [seen_earlier]})  # the watch, late: the earlier pod ended
-        await asyncio.sleep(1)  # its last read by name meets the new pod: 400 while its init container runs
+        await asyncio.sleep(0.5)  # its last read by name meets the new pod: 400 while its init container runs
         await forwarder._on_pod("DELETED", seen_earlier)
         await forwarder._on_pod("ADDED", api.get("pods", "j-mpimaster-0", ns))
         await asyncio.to_thread(
