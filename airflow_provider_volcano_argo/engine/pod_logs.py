@@ -187,6 +187,9 @@ class PodLogForwarder:
         self.pods: dict[str, dict] = {}
         self.streams: dict[str, tuple[asyncio.Task, InstanceStream]] = {}
         self.stream_jobs: dict[str, str] = {}
+        # per pod name, the stream started last: the next instance under that name (a restart in the pod, or the
+        # pod re-created by RestartJob) waits for it, so that no line comes under another instance's header
+        self.last_stream_of: dict[str, asyncio.Task] = {}
         self.synced = False  # the pods have been listed once: every instance that exists has a stream
         self.paused = False
 
@@ -219,9 +222,7 @@ class PodLogForwarder:
             if key in self.streams or key in self.book.done:
                 continue
             job = job_of_pod(pod)
-            uid, container, restart = key.rsplit("/", 2)
-            before = [k for k in self.streams if k.rsplit("/", 2)[:2] == [uid, container]]
-            before = [k for k in before if int(k.rsplit("/", 2)[2]) < int(restart)]
+            name = pod["metadata"]["name"]
             stream = InstanceStream(
                 hook=self.hook,
                 namespace=self.namespace,
@@ -235,9 +236,10 @@ class PodLogForwarder:
                 header=instance.header(job, self.prefix_job_names),
                 poll_interval=self.poll_interval,
                 where=lambda k=key: log_read(self.pods.values(), k),
-                after=self.streams[max(before, key=lambda k: int(k.rsplit("/", 2)[2]))][0] if before else None,
+                after=self.last_stream_of.get(name),
             )
             self.streams[key] = (asyncio.create_task(stream.run()), stream)
+            self.last_stream_of[name] = self.streams[key][0]
             self.stream_jobs[key] = job
 
     async def drain(self, bounded: bool = False) -> None:
