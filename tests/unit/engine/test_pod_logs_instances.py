@@ -1,0 +1,81 @@
+"""How one instance's stream reads: where the kubelet serves it, once it ended, after the instance before (hook faked).
+
+The sandbox tests (``tests/integration/test_container_restarts.py``) run the same against the emulated kubelet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from airflow_provider_volcano_argo.engine.pod_logs import InstanceStream
+from airflow_provider_volcano_argo.models.container_instances import LogRead
+from airflow_provider_volcano_argo.models.log_cursor import CursorBook
+
+
+class LogsByRead:
+    """``stream_log`` answering from fixed logs per ``previous``; a follow read ends at once (the container exited)."""
+
+    def __init__(self, current: list[str], previous: list[str]):
+        self.logs = {False: current, True: previous}
+        self.reads: list[tuple[str, bool, bool]] = []
+
+    async def stream_log(self, pod, container, namespace, since_time, follow, previous=False):
+        self.reads.append((pod, follow, previous))
+        for i, text in enumerate(self.logs[previous]):
+            await asyncio.sleep(0.01)  # a stream reads over time: other streams run meanwhile
+            yield f"2026-12-05T08:00:0{i}.000000000Z {text}\n".encode()
+
+
+def _stream(hook, shown: list[str], where, is_finished=lambda: True, pod: str = "p", **kw) -> InstanceStream:
+    return InstanceStream(
+        hook, "ns", pod, "c", f"{pod}/c/0", CursorBook(), shown.append, is_finished, where=where, **kw
+    )
+
+
+def test_an_ended_instance_held_as_last_state_is_read_once_with_previous():
+    hook, shown = LogsByRead(current=["next run"], previous=["ended run"]), []
+    asyncio.run(_stream(hook, shown, lambda: LogRead(previous=True, ended=True)).run())
+    assert shown == ["ended run"] and hook.reads == [("p", False, True)]
+
+
+def test_an_instance_no_longer_served_is_not_read_at_all():
+    """Its pod uid left the watch (the name may be a re-created pod's) or it restarted twice: a read would get
+    another instance's lines.
+    """
+    hook, shown = LogsByRead(current=["another pod's line"], previous=[]), []
+    asyncio.run(_stream(hook, shown, lambda: None).run())
+    assert shown == [] and hook.reads == []
+
+
+def test_a_follow_that_ended_is_read_again_only_once_the_watch_shows_the_end():
+    """The kubelet restarts a container at once the first time: a read by name before the watch shows the exit
+    could get the next instance's lines; so no second read while the watch still says it runs.
+    """
+    hook, shown = LogsByRead(current=["line"], previous=[]), []
+    watch = {"ended": False}
+
+    async def scenario() -> None:
+        where = lambda: LogRead(previous=False, ended=watch["ended"])  # noqa: E731
+        task = asyncio.create_task(_stream(hook, shown, where, is_finished=lambda: watch["ended"]).run())
+        await asyncio.sleep(1.5)
+        reads_while_running = list(hook.reads)
+        watch["ended"] = True
+        await asyncio.wait_for(task, 5)
+        assert reads_while_running == [("p", True, False)]
+
+    asyncio.run(scenario())
+    assert hook.reads == [("p", True, False), ("p", False, False)] and shown == ["line"]
+
+
+def test_the_next_instance_of_a_pod_shows_its_header_after_the_lines_of_the_one_before():
+    hook, shown = LogsByRead(current=["second"], previous=["first 0", "first 1"]), []
+
+    async def scenario() -> None:
+        first = _stream(hook, shown, lambda: LogRead(previous=True, ended=True), header="== first")
+        first_task = asyncio.create_task(first.run())
+        second = _stream(hook, shown, lambda: LogRead(previous=False, ended=True), header="== second", after=first_task)
+        second.key = "p/c/1"
+        await asyncio.gather(second.run(), first_task)
+
+    asyncio.run(scenario())
+    assert shown == ["== first", "first 0", "first 1", "== second", "second"]
