@@ -4,7 +4,8 @@ Lines go in order, nothing lost, nothing repeated.
 
 Each container instance (pod uid + container + restart count) has its own ``LogCursor``. Reading starts at the
 cursor's ``sinceTime`` (second precision on the wire) and the cursor drops what was already shown, so a dropped
-connection, an API server restart or a new trigger (triggerer restart) resumes exactly where the last one stopped.
+connection, an API server restart or a new trigger (triggerer restart) resumes exactly where the last one stopped,
+as long as the kubelet still serves it: a read that finds the log rotated past its cursor says so in the task log.
 """
 
 from __future__ import annotations
@@ -28,7 +29,13 @@ from airflow_provider_volcano_argo.models.container_instances import (
     log_instances,
     log_read,
 )
-from airflow_provider_volcano_argo.models.log_cursor import CursorBook, LineSplitter, LogCursor, parse_log_line
+from airflow_provider_volcano_argo.models.log_cursor import (
+    CursorBook,
+    LineSplitter,
+    LogCursor,
+    format_timestamp,
+    parse_log_line,
+)
 from airflow_provider_volcano_argo.models.resources import PODS
 from airflow_provider_volcano_argo.models.results import bounded_tails
 
@@ -133,6 +140,15 @@ class InstanceStream:
             f"reading the log of {self.pod} every {slots.overflow_poll_interval:g} s until one of them ends"
         )
 
+    def _tell_gap(self, shown_ns: int, next_ns: int) -> None:
+        # the kubelet serves only the current log file (kuberuntime/logs/logs.go: ReadLogs) and rotates it at
+        # containerLogMaxSize (logs/container_log_manager.go: rotateLatestLog): what was written between the last
+        # line shown and this one may have rotated away unread
+        self.emit(
+            f"the log of {self.pod} was rotated by the kubelet (containerLogMaxSize) since it was last read: lines "
+            f"between {format_timestamp(shown_ns)} and {format_timestamp(next_ns)} may be missing"
+        )
+
     async def _wait_for_end(self, seconds: float) -> None:
         """Sleep ``seconds``, but notice within a second that the instance ended (its last read is due)."""
         deadline = time.monotonic() + seconds
@@ -154,6 +170,9 @@ class InstanceStream:
         line = parse_log_line(raw)
         if line is None or not cursor.accept(line):
             return
+        if cursor.gap:
+            self._tell_gap(*cursor.gap)
+            cursor.gap = None
         text = self.prefix + line.text
         self.emit(text)
         self.tail.append(text)

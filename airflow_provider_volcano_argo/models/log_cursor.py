@@ -2,10 +2,10 @@
 
 Lines are read with ``timestamps=true``: ``2026-12-02T19:00:00.123456789Z text``. The API server forwards
 ``sinceTime`` to the kubelet at one-second precision (``metav1.Time`` is encoded as RFC 3339 without fractions),
-so a reader asks from the start of the cursor's second and drops locally what it has already seen: lines older
-than the cursor, and at the cursor's exact timestamp the first ``count`` lines (several lines may share one
-timestamp). One cursor belongs to one container instance (pod uid + container + restart count): a restarted
-container writes a new log whose timestamps may repeat the old one's. A ``CursorBook`` holds the cursors of a run.
+and stdout and stderr lines are not in stamp order in the file, so a reader asks from the second before the
+cursor's and drops locally only the lines it has already shown (see ``LogCursor``). One cursor belongs to one
+container instance (pod uid + container + restart count): a restarted container writes a new log whose timestamps
+may repeat the old one's. A ``CursorBook`` holds the cursors of a run.
 """
 
 from __future__ import annotations
@@ -64,53 +64,108 @@ def parse_log_line(raw: bytes | str) -> LogLine | None:
         return LogLine(0, line)  # a line without a timestamp (should not happen with timestamps=true)
 
 
+_SECOND = 1_000_000_000
+
+
 @dataclass
 class LogCursor:
-    """Position in one container instance's log: the last timestamp shown and how many lines carried it."""
+    """Position in one container instance's log: what a read from ``since_time()`` shows again before new lines.
+
+    ``timestamp_ns`` is the newest stamp shown, ``count`` how many lines shown carry a stamp in its second and
+    ``previous`` how many in the second before. Stamps are not in file order: containerd stamps a line before its
+    stream's write (``pkg/cri/io/logger.go: redirectLogs``), so a stderr line may follow a newer stdout line. A read
+    therefore asks from the second before the newest stamp's, and the first ``count + previous`` lines it gets
+    (stamped at or before ``timestamp_ns``) are those already shown; every later line of the read is new, whatever
+    its stamp. When a stamp newer than ``timestamp_ns`` comes before all of them, lines already shown are gone from
+    the file the kubelet serves (it rotated, ``containerLogMaxSize``), so lines between may be missing: ``gap``.
+    """
 
     timestamp_ns: int = 0
     count: int = 0
-    _seen_at_timestamp: int = 0
+    previous: int = 0
+    #: set by ``accept`` when a read found that gap: (newest stamp shown before, first stamp after it)
+    gap: tuple[int, int] | None = field(default=None, compare=False)
+    _replay: int = field(default=0, compare=False)
+    _replayed: list[int] = field(default_factory=lambda: [0, 0], compare=False)  # this read's, per second
+    _floor: int = 0  # no read asks from before this second (a 0.x cursor counted nothing before it)
+    _legacy: bool = False  # a cursor of 0.x: ``count`` lines at exactly ``timestamp_ns``, stamps in file order
+    _legacy_count: int = 0
 
     def since_time(self) -> str | None:
-        """Return the ``sinceTime`` to resume from (the cursor's second), or None to read from the beginning."""
+        """Return the ``sinceTime`` to resume from (the second before the cursor's), or None for the beginning."""
         if not self.timestamp_ns:
             return None
-        return format_timestamp(self.timestamp_ns, with_fraction=False)
+        second = max(self.timestamp_ns // _SECOND - 1, self._floor)
+        return format_timestamp(second * _SECOND, with_fraction=False)
 
     def position(self) -> tuple[int, int]:
         """Return a comparable position: further along is greater."""
-        return (self.timestamp_ns, self.count)
-
-    def accept(self, line: LogLine) -> bool:
-        """Tell whether ``line`` is new, advancing the cursor when it is.
-
-        Lines must be offered in the order the log holds them, from ``since_time()`` on, in every read.
-        """
-        if line.timestamp_ns < self.timestamp_ns:
-            return False
-        if line.timestamp_ns == self.timestamp_ns and self.timestamp_ns:
-            self._seen_at_timestamp += 1
-            if self._seen_at_timestamp <= self.count:
-                return False
-            self.count = self._seen_at_timestamp
-            return True
-        self.timestamp_ns = line.timestamp_ns
-        self.count = 1
-        self._seen_at_timestamp = 1
-        return True
+        return (self.timestamp_ns, self.count + self.previous)
 
     def rewind(self) -> None:
-        """Begin a new read: count the lines at the cursor's timestamp again from zero."""
-        self._seen_at_timestamp = 0
+        """Begin a new read from ``since_time()``: its first lines are those shown already."""
+        self._replay = self.count + self.previous
+        self._replayed = [0, 0]
+        if self._legacy:  # count again the lines of the cursor's second, as this read shows them
+            self.count, self.previous, self._replay = 0, 0, 0
+
+    def accept(self, line: LogLine) -> bool:
+        """Tell whether ``line`` is new, recording it when it is.
+
+        Lines must be offered in the order the log holds them, and each read must begin with ``rewind()``.
+        """
+        if self._legacy:
+            at_cursor = line.timestamp_ns == self.timestamp_ns
+            if line.timestamp_ns < self.timestamp_ns or (at_cursor and self._replay < self._legacy_count):
+                self._replay += at_cursor
+                self.count += 1  # shown by 0.x, which asked from this second
+                return False
+            self._legacy, self._replay = False, 0
+        elif self._replay:
+            if line.timestamp_ns <= self.timestamp_ns:
+                self._replay -= 1
+                self._replayed[line.timestamp_ns // _SECOND < self.timestamp_ns // _SECOND] += 1
+                return False
+            # the rest of what was shown is no longer in the file: count only what this read found of it
+            self.gap = (self.timestamp_ns, line.timestamp_ns)
+            self.count, self.previous = self._replayed
+            self._replay = 0
+        self._record(line.timestamp_ns)
+        return True
+
+    def _record(self, stamp: int) -> None:
+        second, newest = stamp // _SECOND, self.timestamp_ns // _SECOND
+        if stamp > self.timestamp_ns:
+            if second == newest:
+                self.count += 1
+            else:
+                self.previous = self.count if second == newest + 1 else 0
+                self.count = 1
+            self.timestamp_ns = stamp
+        elif second == newest:
+            self.count += 1
+        elif second == newest - 1 and second >= self._floor:
+            self.previous += 1
+        # older still: the kubelet drops it from any read from since_time() (logs.go: logWriter.write), so a
+        # read shows it neither again nor at all
 
     def to_dict(self) -> dict[str, int]:
-        return {"ts": self.timestamp_ns, "n": self.count}
+        if self._legacy:
+            return {"ts": self.timestamp_ns, "n": self._legacy_count}
+        saved = {"ts": self.timestamp_ns, "n": self.count, "p": self.previous}
+        if self._floor > self.timestamp_ns // _SECOND - 1:
+            saved["f"] = self._floor
+        return saved
 
     @classmethod
     def from_dict(cls, data: dict | None) -> LogCursor:
         data = data or {}
-        return cls(int(data.get("ts", 0)), int(data.get("n", 0)))
+        cursor = cls(int(data.get("ts", 0)), int(data.get("n", 0)), int(data.get("p", 0)))
+        cursor._floor = int(data.get("f", 0))
+        if cursor.timestamp_ns and "p" not in data:  # 0.x asked from the cursor's second: count from there
+            cursor._legacy, cursor._legacy_count = True, cursor.count
+            cursor._floor = cursor.timestamp_ns // _SECOND
+        return cursor
 
 
 class LineSplitter:

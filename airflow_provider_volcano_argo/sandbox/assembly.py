@@ -71,6 +71,7 @@ class SandboxOptions:
     airflow_rules: list[dict] | None = None
     airflow_role_file: Path | None = None  # a Role manifest whose rules the Airflow identity gets
     audit_log: bool = False
+    container_log_max_size: int | None = 10 * 1024 * 1024  # the kubelet's containerLogMaxSize; None: no rotation
 
 
 class Sandbox:
@@ -125,6 +126,7 @@ class Sandbox:
             pki=self.control_plane.pki,
             workdir=self.control_plane.dir / "kubelet",
             time_scale=self.options.time_scale,
+            container_log_max_size=self.options.container_log_max_size,
         )
         self.components = [
             self.kubelet,

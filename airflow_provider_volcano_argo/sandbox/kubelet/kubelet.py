@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_volcano_argo.sandbox.emulation.cluster import Cluster, bind_pod, now_rfc3339
 from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException
-from airflow_provider_volcano_argo.sandbox.kubelet.logstore import LogServer, LogStore
+from airflow_provider_volcano_argo.sandbox.kubelet.logstore import CONTAINER_LOG_MAX_SIZE, LogServer, LogStore
 from airflow_provider_volcano_argo.sandbox.kubelet.pods import PodRunner
 from airflow_provider_volcano_argo.sandbox.kubelet.programs import ProgramRegistry
 from airflow_provider_volcano_argo.sandbox.kubelet.resources import fits, node_capacity, pod_requests
@@ -33,13 +33,21 @@ class Kubelet:
     ``set_node_capacity`` methods inject faults.
     """
 
-    def __init__(self, cluster: Cluster, nodes: list, pki: Pki, workdir: Path, time_scale: float = 1.0):
+    def __init__(
+        self,
+        cluster: Cluster,
+        nodes: list,
+        pki: Pki,
+        workdir: Path,
+        time_scale: float = 1.0,
+        container_log_max_size: int | None = CONTAINER_LOG_MAX_SIZE,
+    ):
         self.cluster = cluster
         self.api = cluster.api
         self.nodes = {n.name: n for n in nodes}
         self.time_scale = time_scale
         self.programs = ProgramRegistry()
-        self.logs = LogStore(workdir)
+        self.logs = LogStore(workdir, container_log_max_size)  # logs.max_size: set it to rotate sooner
         cert, key = pki.serving("kubelet")
         self.server = LogServer(self.logs, cert, key)
         self.runners: dict[tuple[str, str], PodRunner] = {}

@@ -2,7 +2,8 @@
 
 Follows the kubelet's log handler (``pkg/kubelet/server/server.go: getContainerLogs``) and CRI log reading
 (``pkg/kubelet/kuberuntime/logs/logs.go``): one file per container instance, each line stamped with an
-RFC 3339 nanosecond timestamp; ``follow``, ``timestamps``, ``sinceTime``, ``sinceSeconds``, ``tailLines``,
+RFC 3339 nanosecond timestamp, rotated at ``containerLogMaxSize`` (only the current file is served; a follow
+survives rotation); ``follow``, ``timestamps``, ``sinceTime``, ``sinceSeconds``, ``tailLines``,
 ``limitBytes`` and ``previous``.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import http.server
+import os
 import ssl
 import threading
 import urllib.parse
@@ -36,22 +38,50 @@ def _now_ns() -> int:
     return (delta.days * 86400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
 
 
+#: The kubelet's default ``containerLogMaxSize`` (``pkg/kubelet/apis/config/v1beta1/defaults.go``: "10Mi").
+CONTAINER_LOG_MAX_SIZE = 10 * 1024 * 1024
+
+
 @dataclass
 class LogInstance:
-    """The log of one container instance (one run of a container; a restart makes the next instance)."""
+    """The log of one container instance (one run of a container; a restart makes the next instance).
+
+    Rotated at ``max_size`` bytes (``pkg/kubelet/logs/container_log_manager.go: rotateLatestLog``): the file is
+    renamed and the container writes a new one at the same path, which is all a read is served from afterwards.
+    """
 
     path: Path
+    max_size: int | None = CONTAINER_LOG_MAX_SIZE
     done: bool = False
-    last_ns: int = 0
+    rotations: int = 0
     cond: threading.Condition = field(default_factory=threading.Condition)
 
-    def write(self, text: str) -> None:
+    def write(self, text: str, stamp_ns: int | None = None) -> None:
+        """Append ``text`` stamped ``stamp_ns`` (default: now), rotating the file once it reaches ``max_size``.
+
+        containerd takes a line's stamp in its stream's own goroutine before the shared write
+        (``internal/cri/io/logger.go: redirectLogs``), so a stdout and a stderr line can land out of stamp order:
+        a program passes the stamp it took earlier as ``stamp_ns``; nothing here makes stamps increase.
+        """
         with self.cond:
-            ns = max(_now_ns(), self.last_ns + 1)  # strictly increasing, as CRI log lines are
-            self.last_ns = ns
+            ns = _now_ns() if stamp_ns is None else stamp_ns
             with open(self.path, "ab") as out:
                 out.write(f"{_stamp(ns)} {text}\n".encode("utf-8", "replace"))
+                size = out.tell()
+            if self.max_size is not None and size >= self.max_size:
+                self._rotate()
             self.cond.notify_all()
+
+    def _rotate(self) -> None:
+        # rotateLatestLog: rename, then ReopenContainerLog makes the runtime write a new file at the same path.
+        # The kubelet checks sizes every containerLogMonitorInterval (10 s) and keeps containerLogMaxFiles - 1
+        # rotated files (gzipped); none of them is ever served, so here the check is on each write (no kinder:
+        # files rotate no later) and the rotated file is removed at once (a follow holding it open still reads it).
+        rotated = self.path.with_name(f"{self.path.name}.{self.rotations}")
+        self.path.rename(rotated)
+        self.path.write_bytes(b"")
+        rotated.unlink()
+        self.rotations += 1
 
     def finish(self) -> None:
         with self.cond:
@@ -62,8 +92,9 @@ class LogInstance:
 class LogStore:
     """Every container instance's log, under ``workdir``, kept until the pod is deleted."""
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, max_size: int | None = CONTAINER_LOG_MAX_SIZE):
         self.workdir = workdir
+        self.max_size = max_size  # containerLogMaxSize of new instances; None: never rotate
         workdir.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._instances: dict[tuple[str, str, str], list[LogInstance]] = {}
@@ -92,7 +123,7 @@ class LogStore:
             runs = self._instances.setdefault((namespace, pod, container), [])
             path = self.workdir / f"{namespace}_{pod}_{container}_{len(runs)}.log"
             path.write_bytes(b"")
-            runs.append(LogInstance(path))
+            runs.append(LogInstance(path, self.max_size))
             return runs[-1]
 
     def lookup(self, namespace: str, pod: str, container: str, previous: bool) -> LogInstance | None:
@@ -202,41 +233,54 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         limit = int(query["limitBytes"]) if "limitBytes" in query else None
         tail = int(query["tailLines"]) if "tailLines" in query else None
         sent = 0
+        log = None
         try:
-            with open(instance.path, "rb") as log:
-                if tail is not None:
-                    kept: deque[bytes] = deque(maxlen=max(tail, 0))
-                    for raw in log:
-                        if raw.endswith(b"\n") and _select(raw, since):
-                            kept.append(raw)
-                    pending = list(kept)
-                else:
-                    pending = []
-                while True:
-                    batch = pending or self._read_ready(log)
-                    for raw in batch:
-                        if not _select(raw, since):
-                            continue
-                        out = raw if timestamps else raw.split(b" ", 1)[1]
-                        if limit is not None and sent + len(out) > limit:
-                            self.wfile.write(out[: limit - sent])
-                            return
-                        self.wfile.write(out)
-                        sent += len(out)
-                    pending = []
-                    self.wfile.flush()
-                    if not follow:
-                        if batch:
-                            continue  # the whole log as it is now, not one batch of it
+            with instance.cond:  # the current file (logs.go: ReadLogs opens only the path, never a rotated file)
+                log = open(instance.path, "rb")
+                opened = instance.rotations
+            if tail is not None:
+                kept: deque[bytes] = deque(maxlen=max(tail, 0))
+                for raw in log:
+                    if raw.endswith(b"\n") and _select(raw, since):
+                        kept.append(raw)
+                pending = list(kept)
+            else:
+                pending = []
+            while True:
+                batch = pending or self._read_ready(log)
+                for raw in batch:
+                    if not _select(raw, since):
+                        continue
+                    out = raw if timestamps else raw.split(b" ", 1)[1]
+                    if limit is not None and sent + len(out) > limit:
+                        self.wfile.write(out[: limit - sent])
                         return
-                    with instance.cond:  # writes are whole lines under this lock
-                        if log.tell() < instance.path.stat().st_size:
-                            continue  # the kubelet reads on to EOF and only then waits for more
-                        if instance.done:
-                            return
-                        instance.cond.wait(0.5)
+                    self.wfile.write(out)
+                    sent += len(out)
+                pending = []
+                self.wfile.flush()
+                if not follow:
+                    if batch:
+                        continue  # the whole log as it is now, not one batch of it
+                    return
+                with instance.cond:  # writes are whole lines under this lock
+                    if log.tell() < os.fstat(log.fileno()).st_size:
+                        continue  # the kubelet reads on to EOF and only then waits for more
+                    if instance.rotations != opened:
+                        # waitLogs: a Rename of the watched file means "recreated", and ReadLogs opens the path
+                        # again, from its start: a follow survives rotation
+                        log.close()
+                        log = open(instance.path, "rb")
+                        opened = instance.rotations
+                        continue
+                    if instance.done:
+                        return
+                    instance.cond.wait(0.5)
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError, FileNotFoundError):
             return  # the client went away
+        finally:
+            if log is not None:
+                log.close()
 
     @staticmethod
     def _read_ready(log) -> list[bytes]:

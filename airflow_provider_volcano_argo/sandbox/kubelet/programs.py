@@ -25,7 +25,7 @@ class ContainerContext:
 
     pod: dict
     container: dict
-    write: Callable[[str], None]
+    write: Callable[..., None]  # write(text, stamp_ns=None): one line of the container's output
     stopped: threading.Event
     api: KubeApi
     time_scale: float = 1.0
@@ -122,7 +122,10 @@ class ScriptedProgram(Program):
     """Print ``lines`` (or ``count`` lines of ``line_template``), stay up a while, then exit.
 
     Lines come at ``rate`` lines/s if given; the program stays up for ``duration`` seconds, then exits with
-    ``exit_code`` (or ``exit_codes[restart]`` per container restart).
+    ``exit_code`` (or ``exit_codes[restart]`` per container restart). The lines numbered in ``stamped_early`` go
+    to stderr and were stamped just before the line ahead of them (stdout): containerd stamps each stream's lines
+    in that stream's goroutine before the shared write (``internal/cri/io/logger.go: redirectLogs``), so such a
+    line lands in the file after a newer stamp.
     """
 
     lines: list[str] | None = None
@@ -133,6 +136,7 @@ class ScriptedProgram(Program):
     duration: float = 0.0
     exit_code: int = 0
     exit_codes: list[int] | None = None
+    stamped_early: tuple[int, ...] = ()
 
     def _lines(self):
         if self.lines is not None:
@@ -143,10 +147,17 @@ class ScriptedProgram(Program):
 
     def run(self, ctx: ContainerContext) -> int:
         started = time.monotonic()
+        early: int | None = None
         for n, text in enumerate(self._lines()):
             if ctx.stopped.is_set():
                 return 137
-            ctx.write(text)
+            if n in self.stamped_early and early is not None:
+                ctx.write(text, stamp_ns=early)
+            elif n + 1 in self.stamped_early:
+                early = time.time_ns()  # the stderr goroutine stamps the next line first
+                ctx.write(text, stamp_ns=max(time.time_ns(), early + 1))
+            else:
+                ctx.write(text)
             if self.rate:
                 delay = started + (n + 1) / self.rate - time.monotonic()
                 if delay > 0 and not ctx.sleep(delay):

@@ -85,6 +85,7 @@ def test_splitter_cuts_a_long_line_inside_one_chunk_and_one_completing_a_partial
 
 
 T0 = parse_timestamp("2026-12-02T19:00:00.5Z")
+SECOND = 1_000_000_000
 
 
 def test_timestamps_that_are_not_utc_rfc_3339_are_refused_naming_them():
@@ -103,26 +104,110 @@ def test_a_line_keeps_its_text_as_written():
     assert parse_log_line(b"no timestamp here\n") == LogLine(0, "no timestamp here")
 
 
-def test_a_cursor_resumes_from_the_start_of_its_second():
+def test_a_cursor_resumes_from_the_second_before_its_own():
     assert LogCursor().since_time() is None
-    assert LogCursor(T0, 1).since_time() == "2026-12-02T19:00:00Z"
+    assert LogCursor(T0, 1).since_time() == "2026-12-02T18:59:59Z"
 
 
-def test_a_cursor_moves_to_a_later_timestamp_and_counts_lines_at_one():
+def test_a_cursor_counts_the_lines_of_its_second_and_of_the_one_before():
     cursor = LogCursor()
     assert cursor.accept(LogLine(T0, "a")) and cursor.accept(LogLine(T0, "b"))
-    assert (cursor.timestamp_ns, cursor.count) == (T0, 2)
-    assert cursor.accept(LogLine(T0 + 1, "c"))
-    assert (cursor.timestamp_ns, cursor.count) == (T0 + 1, 1)
-    assert not cursor.accept(LogLine(T0, "a"))
+    assert (cursor.timestamp_ns, cursor.count, cursor.previous) == (T0, 2, 0)
+    assert cursor.accept(LogLine(T0 + SECOND, "c"))
+    assert (cursor.timestamp_ns, cursor.count, cursor.previous) == (T0 + SECOND, 1, 2)
+    assert cursor.accept(LogLine(T0 + 3 * SECOND, "d"))
+    assert (cursor.timestamp_ns, cursor.count, cursor.previous) == (T0 + 3 * SECOND, 1, 0)
+    assert cursor.to_dict() == {"ts": T0 + 3 * SECOND, "n": 1, "p": 0}
+
+
+def test_a_live_read_keeps_a_line_stamped_before_the_one_ahead_of_it():
+    """A stderr line that containerd stamped before the stdout line written ahead of it: both are new."""
+    cursor = LogCursor()
+    assert cursor.accept(LogLine(T0 + 5, "stdout, stamped second"))
+    assert cursor.accept(LogLine(T0 + 3, "stderr, stamped first"))
+    assert cursor.accept(LogLine(T0 - SECOND, "stderr, the second before"))
+    assert (cursor.timestamp_ns, cursor.count, cursor.previous) == (T0 + 5, 2, 1)
+    cursor.rewind()  # a read from the second before shows those three again first, then what is new
+    assert [cursor.accept(LogLine(ts, "")) for ts in (T0 + 5, T0 + 3, T0 - SECOND, T0 + 1, T0 + 6)] == [
+        False,
+        False,
+        False,
+        True,
+        True,
+    ]
+    assert cursor.gap is None
+
+
+def test_a_read_that_finds_newer_lines_where_shown_ones_were_reports_a_gap():
+    """The kubelet serves only the current file: after a rotation the lines shown are no longer there."""
+    cursor = LogCursor()
+    for i in range(3):
+        cursor.accept(LogLine(T0 + i, f"line {i}"))
     cursor.rewind()
-    assert not cursor.accept(LogLine(T0 + 1, "c")) and cursor.accept(LogLine(T0 + 1, "d"))
-    assert cursor.to_dict() == {"ts": T0 + 1, "n": 2}
+    assert cursor.accept(LogLine(T0 + 9, "line 9"))  # lines 3 to 8 rotated away unread
+    assert cursor.gap == (T0 + 2, T0 + 9)
+    cursor.gap = None
+    cursor.rewind()  # the next read of the same file: line 9 again, then on
+    assert not cursor.accept(LogLine(T0 + 9, "line 9")) and cursor.accept(LogLine(T0 + 10, "line 10"))
+    assert cursor.gap is None
 
 
 def test_a_cursor_from_nothing_starts_at_the_beginning():
     assert LogCursor.from_dict(None) == LogCursor.from_dict({}) == LogCursor(0, 0)
-    assert LogCursor.from_dict({"ts": str(T0), "n": 2}) == LogCursor(T0, 2)
+    assert LogCursor.from_dict({"ts": str(T0), "n": 2, "p": 1}) == LogCursor(T0, 2, 1)
+
+
+def test_a_cursor_stored_by_0_x_resumes_from_its_own_second_without_repeating():
+    """0.x stored the last stamp and how many lines carried exactly that stamp, and read from that second."""
+    stamps = [T0 - SECOND, T0 - 7, T0, T0, T0 + 4, T0 + SECOND]
+    cursor = LogCursor.from_dict({"ts": T0, "n": 1})  # 0.x showed lines 0 to 2
+    assert cursor.since_time() == "2026-12-02T19:00:00Z"
+    start = parse_timestamp(cursor.since_time())
+    cursor.rewind()
+    shown = [i for i, ts in enumerate(stamps) if ts >= start and cursor.accept(LogLine(ts, ""))]
+    assert shown == [3, 4, 5]
+    saved = cursor.to_dict()
+    assert saved == {"ts": T0 + SECOND, "n": 1, "p": 4}
+    again = LogCursor.from_dict(saved)  # stored once more and resumed: nothing shown twice
+    assert again.since_time() == "2026-12-02T19:00:00Z"
+    again.rewind()
+    start = parse_timestamp(again.since_time())
+    assert [i for i, ts in enumerate(stamps) if ts >= start and again.accept(LogLine(ts, ""))] == []
+    # stored before a line of a later second came: the next read still asks from the 0.x cursor's second
+    still = LogCursor.from_dict({"ts": T0, "n": 1})
+    still.rewind()
+    for ts in stamps[1:4]:
+        still.accept(LogLine(ts, ""))
+    assert still.to_dict() == {"ts": T0, "n": 3, "p": 0, "f": T0 // SECOND}
+    assert LogCursor.from_dict(still.to_dict()).since_time() == "2026-12-02T19:00:00Z"
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, 9)), min_size=1, max_size=60),
+    st.lists(st.integers(min_value=0, max_value=60), max_size=6),
+)
+def test_resuming_out_of_stamp_order_shows_every_line_once(steps, cuts):
+    """Stamps up to 0.9 s older than a line ahead of them (stdout and stderr stamped before their writes); the
+    reader disconnects anywhere and resumes from its ``sinceTime``, which the kubelet applies line by line.
+    """
+    base = parse_timestamp("2026-12-02T19:00:00Z")
+    stamps, now = [], base
+    for step, lag in steps:
+        now += step * 200_000_000
+        stamps.append(now - lag * 100_000_000)
+    lines = _log(stamps)
+    cursor, shown = LogCursor(), []
+    for cut in sorted(set(c % (len(lines) + 1) for c in cuts)) + [len(lines)]:
+        since = cursor.since_time()
+        start_ns = parse_timestamp(since) if since else 0
+        cursor.rewind()
+        for raw in lines[:cut]:
+            parsed = parse_log_line(raw)
+            if parsed.timestamp_ns >= start_ns and cursor.accept(parsed):
+                shown.append(parsed.text)
+        assert cursor.gap is None
+        cursor = LogCursor.from_dict(cursor.to_dict())
+    assert shown == [f"line-{i}" for i in range(len(lines))]
 
 
 def test_splitter_limits_are_inclusive():
@@ -145,7 +230,7 @@ def _book() -> CursorBook:
 def test_a_cursor_book_keeps_the_latest_32_instances():
     saved = _book().to_dict()
     assert list(saved["cursors"]) == [f"p{i}/c/0" for i in range(8, 40)]
-    assert saved["cursors"]["p39/c/0"] == {"ts": T0 + 39, "n": 1}
+    assert saved["cursors"]["p39/c/0"] == {"ts": T0 + 39, "n": 1, "p": 0}
     assert saved["done"] == ["p39/c/0"] and saved["headers"] == ["p38/c/0", "p39/c/0"]
     assert list(_book().to_dict(keep=2)["cursors"]) == ["p38/c/0", "p39/c/0"]
 
