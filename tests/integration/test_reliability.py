@@ -264,7 +264,13 @@ def _probe(sandbox, namespace: str, job: str, count: int) -> dict:
     return json.loads(probe.stdout.strip().splitlines()[-1])
 
 
-def test_r12_a_huge_log_arrives_complete_in_order_with_bounded_trigger_memory(sandbox, mpi_namespace, reliability):
+def test_r12_a_huge_log_arrives_complete_in_order_with_bounded_trigger_memory(
+    sandbox, mpi_namespace, reliability, monkeypatch
+):
+    # a kubelet with containerLogMaxSize 64Mi: the master writes its ~21 MB before the probe has started, and with
+    # the default 10Mi the kubelet would serve only the last file (R12 measures memory and order, not rotation:
+    # tests/integration/test_log_rotation_and_order.py)
+    monkeypatch.setattr(sandbox.kubelet.logs, "max_size", 64 * 1024 * 1024)
     small = _probe(sandbox, mpi_namespace, "r12-small", 2_000)
     big = _probe(sandbox, mpi_namespace, "r12-big", 200_000)
     sandbox.kubelet.programs.clear()
