@@ -2,7 +2,8 @@
 
 An MPI master prints N lines (``line {i}``) as fast as it can. The raw reader uses the ``kubernetes`` client; both
 read through the same least-privilege kubeconfig, each in a subprocess of its own (whose peak RSS is reported), for
-two log sizes.
+two log sizes. Then, with the kubelet's default log rotation (``containerLogMaxSize`` 10 MiB), the largest log is
+read while it is written: raw and ours following, and ours polling every 10 s.
 
     .venv/bin/python benchmarks/log_throughput.py [--small]
 """
@@ -19,6 +20,12 @@ import benchlib  # first: it sets AIRFLOW_HOME before anything imports Airflow
 from benchlib import hwm_kib, rss_kib, say
 
 GOAL_RATIO = 0.8
+#: containerLogMaxSize for the throughput runs: the whole log is written before the readers start, and the kubelet
+#: serves only the current file, so it must hold all of it (500,000 lines are ~21 MB)
+THROUGHPUT_LOG_MAX_SIZE = 64 * 1024 * 1024
+ROTATION_WRITE_DELAY = 15.0  # s the master waits before writing, so that the reader is connected first
+ROTATION_POLL_INTERVAL = 10.0
+NOTICE = "may be missing"
 STALL_SECONDS = 150.0  # our reader gives up after this long without a new line
 READER_TIMEOUT = float(os.environ.get("BENCH_READER_TIMEOUT", "900"))  # s a reader may take
 
@@ -31,11 +38,16 @@ class LineCheck:
         self.next = 0
         self.lost = 0
         self.repeated = 0
+        self.notices = 0
+        self.first_at: float | None = None
         self.done_at: float | None = None
 
     def see(self, text: str) -> None:
         if not text.startswith("line "):
+            self.notices += NOTICE in text  # the task log saying lines may be missing (log rotated)
             return  # the trigger's progress and header lines
+        if self.first_at is None:
+            self.first_at = time.monotonic()
         i = int(text[5:])
         if i < self.next:
             self.repeated += 1
@@ -54,6 +66,8 @@ class LineCheck:
             "undelivered": max(self.expected - self.next, 0),  # never came before the reader gave up
             "repeated": self.repeated,
             "seconds": (self.done_at or time.monotonic()) - started,
+            "seconds_from_first_line": (self.done_at or time.monotonic()) - (self.first_at or started),
+            "notices": self.notices,
             "rss_before_kib": rss_before,
             "max_rss_kib": hwm_kib(),
         }
@@ -214,6 +228,47 @@ def run_reader(kind: str, count: int, profile: bool = False, debug: bool = False
 
 
 # ---------------------------------------------------------------------------------------------------- parent
+def rotation_run(sb, ns: str, size: int, reader: str, debug: bool) -> dict:
+    """Read a log while it is written: a master waits ``ROTATION_WRITE_DELAY`` s, then writes ``size`` lines.
+
+    ``reader``: ``raw`` or ``ours`` following, or ``polled`` (ours with ``log_poll_interval``).
+    """
+    from dataclasses import dataclass
+
+    from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
+
+    @dataclass
+    class LateWriter(ScriptedProgram):
+        delay: float = ROTATION_WRITE_DELAY
+
+        def run(self, ctx) -> int:
+            return super().run(ctx) if ctx.sleep(self.delay) else 137
+
+    job = f"rot-{reader}-{size}"
+    sb.kubelet.programs.script(
+        LateWriter(count=size, line_template="line {i}", duration=3600),
+        namespace=ns,
+        pod=f"{job}-mpimaster-*",
+        container="mpimaster",
+    )
+    wf = benchlib.submit(sb, ns, job)
+    pod = f"{job}-mpimaster-0"
+    benchlib.wait_for(lambda: sb.kubelet.logs.lookup(ns, pod, "mpimaster", False), 180, f"{pod} started")
+    if reader == "raw":
+        result = run_reader("raw", size, False, debug, kubeconfig=str(sb.airflow_kubeconfig), namespace=ns, pod=pod)
+    else:
+        spec = benchlib.follow_spec(ns, wf, job)
+        if reader == "polled":
+            spec["log_poll_interval"] = ROTATION_POLL_INTERVAL
+        result = run_reader("ours", size, False, debug, spec=json.dumps(spec))
+    instance = sb.kubelet.logs.lookup(ns, pod, "mpimaster", False)
+    result["rotations"] = instance.rotations if instance else 0
+    sb.api.delete("workflows", wf["metadata"]["name"], ns)
+    rate = result["lines"] / max(result["seconds_from_first_line"], 1e-9)
+    say(f"rotation, {reader}: {rate:,.0f} lines/s, lost {result['lost']:,}, notices {result['notices']}")
+    return result
+
+
 def write_log(sb, ns: str, size: int) -> tuple[dict, dict, str, float]:
     """Submit a job whose master prints ``size`` lines at once and stays up; wait until all are written."""
     from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
@@ -265,8 +320,11 @@ def main() -> None:
         [int(s) for s in args.sizes.split(",")] if args.sizes else ([5000, 50000] if args.small else [50000, 500000])
     )
     results: dict[int, dict] = {}
+    rotation: dict[str, dict] = {}
     with benchlib.sandbox() as sb:
         ns = benchlib.prepare_namespace(sb, "bench-logs")
+        default_max_size = sb.kubelet.logs.max_size
+        sb.kubelet.logs.max_size = THROUGHPUT_LOG_MAX_SIZE
         for size in sizes:
             wf, spec, pod, write_rate = write_log(sb, ns, size)
             raw = run_reader(
@@ -277,6 +335,9 @@ def main() -> None:
             say(f"ours: {size / ours['seconds']:,.0f} lines/s, peak RSS {ours['max_rss_kib'] / 1024:.0f} MiB")
             results[size] = {"raw": raw, "ours": ours, "write_rate": write_rate}
             sb.api.delete("workflows", wf["metadata"]["name"], ns)
+        sb.kubelet.logs.max_size = default_max_size
+        for reader in ("raw", "ours", "polled"):
+            rotation[reader] = rotation_run(sb, ns, max(sizes), reader, args.debug)
 
     rows = []
     notes_extra: list[str] = []
@@ -334,6 +395,7 @@ def main() -> None:
          f"{(results[big]['raw']['max_rss_kib'] - results[small]['raw']['max_rss_kib']) / 1024:+.1f} MiB",
          "bounded (does not grow with the log)", benchlib.met(bounded)]
     )  # fmt: skip
+    rows += rotation_rows(rotation, max(sizes), default_max_size)
     notes = [
         "each size: one job of `volcano-mpi` (1 worker) whose master writes `line 0` .. `line N-1` as fast as the "
         "emulated kubelet can and then stays up; both readers start once the whole log is written (so they "
@@ -353,6 +415,13 @@ def main() -> None:
         "waits for more, as the kubelet does), all on the same 2 cores as the reader; the CPU-bound ceiling shows "
         "the readers' own cost",
         f"ours gives up when no new line came for {STALL_SECONDS:.0f} s; lines it never got count as 'not delivered'",
+        f"throughput rows: the emulated kubelet's `containerLogMaxSize` is {THROUGHPUT_LOG_MAX_SIZE // 2**20} MiB, so "
+        "that the whole log, written before the readers start, is still served (the kubelet serves only the current "
+        "file)",
+        f"rotation rows: `containerLogMaxSize` {default_max_size // 2**20} MiB (the kubelet's default); a job per "
+        f"reader whose master waits {ROTATION_WRITE_DELAY:.0f} s (the reader connects meanwhile) and then writes "
+        f"{max(sizes):,} lines as fast as it can; lines/s from the first line to the last; 'polled' is ours with "
+        f"`log_poll_interval={ROTATION_POLL_INTERVAL:g}`; notices: task-log lines saying lines may be missing",
     ]
     notes += notes_extra
     if results[largest]["ceiling_ratio"] < GOAL_RATIO:
@@ -369,6 +438,25 @@ def main() -> None:
         rows,
         notes,
     )
+
+
+def rotation_rows(rotation: dict[str, dict], size: int, max_size: int) -> list[list[str]]:
+    """Rows for the reads of a log written while read, rotated at ``max_size``."""
+
+    def rate(r: dict) -> str:
+        return f"{r['lines'] / max(r['seconds_from_first_line'], 1e-9):,.0f}"
+
+    raw, ours, polled = rotation["raw"], rotation["ours"], rotation["polled"]
+    label = f"{size:,} lines read while written, rotated at {max_size // 2**20} MiB"
+    return [
+        [f"{label}: rotations", str(ours["rotations"]), str(raw["rotations"]), "", ""],
+        [f"{label}: lines/s (followed)", rate(ours), rate(raw), "", ""],
+        [f"{label}: lost / repeated (followed)", f"{ours['lost']:,} / {ours['repeated']}",
+         f"{raw['lost']:,} / {raw['repeated']}", "0 / 0", benchlib.met(ours["lost"] == ours["repeated"] == 0)],
+        [f"{label}: polled every {ROTATION_POLL_INTERVAL:g} s: lost / repeated / notices",
+         f"{polled['lost']:,} / {polled['repeated']} / {polled['notices']}", "", "every loss announced",
+         benchlib.met(polled["repeated"] == 0 and (polled["lost"] == 0 or polled["notices"] > 0))],
+    ]  # fmt: skip
 
 
 def parse_cost_us(lines: int = 20000) -> float:
