@@ -39,12 +39,16 @@ class LineCheck:
         self.lost = 0
         self.repeated = 0
         self.notices = 0
+        self.unannounced = 0  # lines lost in gaps that no notice came right before
+        self._noticed = False
         self.first_at: float | None = None
         self.done_at: float | None = None
 
     def see(self, text: str) -> None:
         if not text.startswith("line "):
-            self.notices += NOTICE in text  # the task log saying lines may be missing (log rotated)
+            if NOTICE in text:  # the task log saying lines may be missing (log rotated)
+                self.notices += 1
+                self._noticed = True
             return  # the trigger's progress and header lines
         if self.first_at is None:
             self.first_at = time.monotonic()
@@ -53,6 +57,8 @@ class LineCheck:
             self.repeated += 1
             return
         self.lost += i - self.next
+        self.unannounced += 0 if self._noticed else i - self.next
+        self._noticed = False
         self.next = i + 1
         if self.next >= self.expected and self.done_at is None:
             self.done_at = time.monotonic()
@@ -68,6 +74,7 @@ class LineCheck:
             "seconds": (self.done_at or time.monotonic()) - started,
             "seconds_from_first_line": (self.done_at or time.monotonic()) - (self.first_at or started),
             "notices": self.notices,
+            "unannounced": self.unannounced,
             "rss_before_kib": rss_before,
             "max_rss_kib": hwm_kib(),
         }
@@ -421,7 +428,9 @@ def main() -> None:
         f"rotation rows: `containerLogMaxSize` {default_max_size // 2**20} MiB (the kubelet's default); a job per "
         f"reader whose master waits {ROTATION_WRITE_DELAY:.0f} s (the reader connects meanwhile) and then writes "
         f"{max(sizes):,} lines as fast as it can; lines/s from the first line to the last; 'polled' is ours with "
-        f"`log_poll_interval={ROTATION_POLL_INTERVAL:g}`; notices: task-log lines saying lines may be missing",
+        f"`log_poll_interval={ROTATION_POLL_INTERVAL:g}`; notices: task-log lines saying lines may be missing; "
+        "unannounced: lines lost in a gap that no notice came right before (a read that has shown nothing yet has "
+        "no cursor to miss: a log that rotates before the first read that gets lines loses its start silently)",
     ]
     notes += notes_extra
     if results[largest]["ceiling_ratio"] < GOAL_RATIO:
@@ -453,9 +462,9 @@ def rotation_rows(rotation: dict[str, dict], size: int, max_size: int) -> list[l
         [f"{label}: lines/s (followed)", rate(ours), rate(raw), "", ""],
         [f"{label}: lost / repeated (followed)", f"{ours['lost']:,} / {ours['repeated']}",
          f"{raw['lost']:,} / {raw['repeated']}", "0 / 0", benchlib.met(ours["lost"] == ours["repeated"] == 0)],
-        [f"{label}: polled every {ROTATION_POLL_INTERVAL:g} s: lost / repeated / notices",
-         f"{polled['lost']:,} / {polled['repeated']} / {polled['notices']}", "", "every loss announced",
-         benchlib.met(polled["repeated"] == 0 and (polled["lost"] == 0 or polled["notices"] > 0))],
+        [f"{label}: polled every {ROTATION_POLL_INTERVAL:g} s: lost (of which unannounced) / repeated / notices",
+         f"{polled['lost']:,} ({polled['unannounced']:,}) / {polled['repeated']} / {polled['notices']}", "",
+         "every loss announced", benchlib.met(polled["repeated"] == 0 and polled["unannounced"] == 0)],
     ]  # fmt: skip
 
 
