@@ -38,7 +38,8 @@ def _now_ns() -> int:
     return (delta.days * 86400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
 
 
-#: The kubelet's default ``containerLogMaxSize`` (``pkg/kubelet/apis/config/v1beta1/defaults.go``: "10Mi").
+#: The kubelet's default ``containerLogMaxSize`` (``pkg/kubelet/apis/config/v1beta1/defaults.go``:
+#: ``SetDefaults_KubeletConfiguration``, "10Mi").
 CONTAINER_LOG_MAX_SIZE = 10 * 1024 * 1024
 
 
