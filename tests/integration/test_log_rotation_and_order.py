@@ -136,9 +136,9 @@ def test_a_resumed_read_asks_from_a_second_earlier_and_repeats_nothing(sandbox, 
     asked: list[str | None] = []
     real_stream_log = AsyncVolcanoArgoHook.stream_log
 
-    def recording_stream_log(self, pod, container, namespace, since_time, follow):
+    def recording_stream_log(self, pod, container, namespace, since_time, follow, previous=False):
         asked.append(since_time)  # a spy: the real API server answers every read
-        return real_stream_log(self, pod, container, namespace, since_time, follow)
+        return real_stream_log(self, pod, container, namespace, since_time, follow, previous)
 
     monkeypatch.setattr(AsyncVolcanoArgoHook, "stream_log", recording_stream_log)
     shown: list[str] = []
