@@ -20,7 +20,7 @@ from airflow_provider_volcano_argo.engine.informer import SharedObjectWatcher
 from airflow_provider_volcano_argo.engine.pod_logs import PodLogForwarder
 from airflow_provider_volcano_argo.exceptions import VolcanoArgoApiError
 from airflow_provider_volcano_argo.models.container_instances import exit_codes
-from airflow_provider_volcano_argo.models.follow import FollowOutcome, FollowSpec, deadline_outcome, decide, owned_by
+from airflow_provider_volcano_argo.models.follow import FollowOutcome, FollowSpec, deadline_outcome, decide, follows_job
 from airflow_provider_volcano_argo.models.log_cursor import CursorBook
 from airflow_provider_volcano_argo.models.names import CURSOR_ANNOTATION, podgroup_name
 from airflow_provider_volcano_argo.models.phases import job_phase, workflow_message, workflow_phase
@@ -53,6 +53,7 @@ class WorkflowFollower(FollowLoop):
         self.workflow_gone = False
         self.jobs: dict[str, dict] = {}
         self.jobs_gone: set[str] = set()
+        self._unclaimed: dict[str, dict] = {}  # Jobs listed before the Workflow's uid was known
         self._listed: set[str] = set()
         super().__init__(
             PodLogForwarder(
@@ -100,6 +101,11 @@ class WorkflowFollower(FollowLoop):
             self.workflow = obj
         if self.workflow and not self.spec.workflow_uid:
             self.spec.workflow_uid = self.workflow["metadata"]["uid"]
+            claimed = {n: j for n, j in self._unclaimed.items() if follows_job(self.spec, j)}
+            self.jobs.update(claimed)
+            self._unclaimed.clear()
+            if claimed and self.spec.stream_logs:
+                self.logs.start_streams()
         self.changed.set()
 
     async def _on_job(self, kind: str, obj: dict) -> None:
@@ -108,10 +114,17 @@ class WorkflowFollower(FollowLoop):
             self._listed.add("jobs")
             present = {j["metadata"]["name"] for j in items}
             self.jobs_gone |= {name for name in self.jobs if name not in present}
+            self._unclaimed.clear()
         for job in items:
-            if not self._tracks(job):
-                continue
             name = job["metadata"]["name"]
+            if not self.spec.workflow_uid:  # whose it is is known with the Workflow
+                if kind == "DELETED":
+                    self._unclaimed.pop(name, None)
+                else:
+                    self._unclaimed[name] = job
+                continue
+            if not follows_job(self.spec, job):
+                continue  # e.g. an earlier run's Job under a fixed job_name: never this run's
             if kind == "DELETED":
                 self.jobs_gone.add(name)
             else:
@@ -119,11 +132,6 @@ class WorkflowFollower(FollowLoop):
         if self.spec.stream_logs:
             self.logs.start_streams()
         self.changed.set()
-
-    def _tracks(self, job: dict) -> bool:
-        if self.spec.job_name:
-            return job["metadata"]["name"] == self.spec.job_name
-        return owned_by(job, self.spec.workflow_uid)
 
     # -- progress and persistence ------------------------------------------------------------------------
     def _report_progress(self) -> None:

@@ -78,6 +78,18 @@ def owned_by(obj: dict, owner_uid: str | None) -> bool:
     return any(ref.get("uid") == owner_uid for ref in obj["metadata"].get("ownerReferences") or [])
 
 
+def follows_job(spec: FollowSpec, job: dict) -> bool:
+    """Tell whether the run follows ``job``: one its Workflow created (owner reference), named ``job_name`` if set.
+
+    The name alone is not enough: a fixed ``job_name`` whose earlier Job still exists names that Job too, while
+    this run's ``action: create`` fails with AlreadyExists (argo-workflows v3.7 ``workflow/executor/resource.go``
+    ``ExecResource``: ``kubectl create`` retried on transient errors only) and the Workflow fails.
+    """
+    if spec.job_name and job["metadata"]["name"] != spec.job_name:
+        return False
+    return owned_by(job, spec.workflow_uid)
+
+
 def _created_at(obj: dict) -> float:
     stamp = obj["metadata"].get("creationTimestamp")
     if not stamp:

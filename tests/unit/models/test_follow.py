@@ -9,6 +9,7 @@ from airflow_provider_volcano_argo.models.follow import (
     FollowSpec,
     deadline_outcome,
     decide,
+    follows_job,
     owned_by,
     with_unreadable_log,
 )
@@ -211,3 +212,15 @@ def test_the_deadline_needs_no_object():
         "timeout", "execution_timeout reached while following Argo Workflow wf.", "timeout"
     )
     assert deadline_outcome(SPEC, 10**10) is None  # no execution_timeout, no deadline
+
+
+def test_follows_job_needs_this_runs_owner_reference_not_only_the_name():
+    ours = {"metadata": {"name": "j", "ownerReferences": [{"uid": "u1"}]}}
+    earlier = {"metadata": {"name": "j", "ownerReferences": [{"uid": "u0"}]}}  # a fixed job_name's earlier run
+    assert follows_job(SPEC, ours)
+    assert not follows_job(SPEC, earlier)
+    assert not follows_job(SPEC, {"metadata": {"name": "j"}})  # created by hand, by nobody's Workflow
+    assert not follows_job(SPEC, {"metadata": {"name": "k", "ownerReferences": [{"uid": "u1"}]}})
+    every = FollowSpec(namespace="ns", workflow_name="wf", workflow_uid="u1")
+    assert follows_job(every, {"metadata": {"name": "k", "ownerReferences": [{"uid": "u1"}]}})
+    assert not follows_job(FollowSpec(namespace="ns", workflow_name="wf", job_name="j"), ours)  # uid not known
