@@ -20,7 +20,15 @@ from airflow_provider_volcano_argo.engine.informer import SharedObjectWatcher
 from airflow_provider_volcano_argo.engine.pod_logs import PodLogForwarder
 from airflow_provider_volcano_argo.exceptions import VolcanoArgoApiError
 from airflow_provider_volcano_argo.models.container_instances import exit_codes
-from airflow_provider_volcano_argo.models.follow import FollowOutcome, FollowSpec, deadline_outcome, decide, follows_job
+from airflow_provider_volcano_argo.models.follow import (
+    FollowOutcome,
+    FollowSpec,
+    deadline_outcome,
+    decide,
+    follows_job,
+    jobs_outliving,
+    outliving_line,
+)
 from airflow_provider_volcano_argo.models.log_cursor import CursorBook
 from airflow_provider_volcano_argo.models.names import CURSOR_ANNOTATION, podgroup_name
 from airflow_provider_volcano_argo.models.phases import job_phase, workflow_message, workflow_phase
@@ -76,6 +84,7 @@ class WorkflowFollower(FollowLoop):
         self.started = time.monotonic()
         self._last_heartbeat = time.monotonic()
         self._phases: dict[str, str] = {}
+        self._told_outliving = False
 
     def _changed(self) -> None:
         self.changed.set()
@@ -148,6 +157,10 @@ class WorkflowFollower(FollowLoop):
             if old != phase and phase:
                 self.emit(job_change_line(name, old or "", phase, job))
                 self._phases[name] = phase
+        outliving = jobs_outliving(self.workflow, self.jobs)
+        if outliving and not self._told_outliving:
+            self._told_outliving = True
+            self.emit(outliving_line(self.spec.workflow_name, self.workflow, outliving))
         if time.monotonic() - self._last_heartbeat >= HEARTBEAT_SECONDS:
             self._last_heartbeat = time.monotonic()
             for name, job in sorted(self.jobs.items()):

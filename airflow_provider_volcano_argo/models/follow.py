@@ -115,14 +115,18 @@ def decide(
             return FollowOutcome(
                 "failed", f"Volcano Job {job_name} was deleted before it finished (Workflow {name}).", "deleted"
             )
+    alive = jobs_outliving(workflow, jobs)
     if spec.job_name:
         job = jobs.get(spec.job_name)
         phase = job_phase(job)
+        note = _outlived_note(name, workflow)
         if job_succeeded(job):
-            return FollowOutcome("success", f"Volcano Job {spec.job_name} {phase}.", "completed")
+            return FollowOutcome("success", f"Volcano Job {spec.job_name} {phase}.{note}", "completed")
         if job_failed(job):
-            return FollowOutcome("failed", f"Volcano Job {spec.job_name} ended {phase}.", phase.lower())
-        if workflow_done(workflow) and (job is None or wf_phase != WorkflowPhase.SUCCEEDED):
+            return FollowOutcome("failed", f"Volcano Job {spec.job_name} ended {phase}.{note}", phase.lower())
+        if alive:
+            pass  # the Workflow's own failure (e.g. its resource step's pod died): the Job runs on, and is followed
+        elif workflow_done(workflow) and (job is None or wf_phase != WorkflowPhase.SUCCEEDED):
             what = "without creating" if job is None else "before"
             return FollowOutcome(
                 "failed",
@@ -130,7 +134,7 @@ def decide(
                 + (f" finished: {wf_message}" if job is not None else f": {wf_message or 'no message'}"),
                 "workflow_ended",
             )
-    elif workflow_done(workflow):
+    elif workflow_done(workflow) and not alive:
         if wf_phase == WorkflowPhase.SUCCEEDED:
             return FollowOutcome("success", f"Argo Workflow {name} Succeeded ({len(jobs)} Volcano Jobs).", "completed")
         failing = sorted(n for n, j in jobs.items() if job_failed(j))
@@ -150,6 +154,35 @@ def decide(
                     "unschedulable",
                 )
     return None
+
+
+def jobs_outliving(workflow: dict | None, jobs: dict[str, dict]) -> list[str]:
+    """Return the Jobs still running after their Workflow ended unsuccessfully by itself (not by a stop), sorted.
+
+    Argo ends a resource step's node when its ``argoexec`` pod is deleted (``pod deleted``), evicted or OOM-killed
+    (operator.go ``podReconciliation``, ``inferFailedReason``), and a failed node fails the Workflow, while the
+    Volcano Job it created runs on, healthy. Ending the task then (and deleting the Workflow) would kill it.
+    """
+    if not workflow_done(workflow) or workflow_phase(workflow) == WorkflowPhase.SUCCEEDED:
+        return []
+    if ((workflow or {}).get("spec") or {}).get("shutdown"):
+        return []  # a stop: what it leaves running is the stopper's to end
+    return sorted(n for n, j in jobs.items() if j is not None and not job_ended(j))
+
+
+def outliving_line(workflow_name: str, workflow: dict | None, jobs: list[str]) -> str:
+    """Return the task-log line that says the Workflow ended under running Jobs, and that they are followed on."""
+    return (
+        f"Argo Workflow {workflow_name} ended {workflow_phase(workflow)} ({workflow_message(workflow) or 'no message'})"
+        f" while Volcano Job {', '.join(jobs)} still runs: following it to its end rather than ending (and deleting)"
+        " it now."
+    )
+
+
+def _outlived_note(workflow_name: str, workflow: dict | None) -> str:
+    if not workflow_done(workflow) or workflow_phase(workflow) == WorkflowPhase.SUCCEEDED:
+        return ""
+    return f" (Argo Workflow {workflow_name} had ended {workflow_phase(workflow)}: {workflow_message(workflow)})"
 
 
 def deadline_outcome(spec: FollowSpec, now: float) -> FollowOutcome | None:

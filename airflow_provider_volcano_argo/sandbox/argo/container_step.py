@@ -95,15 +95,17 @@ class ContainerSteps:
                     else f"Error (exit code {code})"
                 )
             )
-            self._label_completed(pod)
+            label_completed(self.api, pod)
             return end_node(node, phase, message)
         return "Running"
 
-    def _label_completed(self, pod: dict) -> None:
-        meta = pod["metadata"]
-        if meta.get("labels", {}).get("workflows.argoproj.io/completed") != "true":
-            patch = {"metadata": {"labels": {"workflows.argoproj.io/completed": "true"}}}
-            try:
-                self.api.patch("pods", meta["name"], patch, meta["namespace"])
-            except ApiException:
-                pass
+
+def label_completed(api: KubeApi, pod: dict) -> None:
+    """Label an ended step pod ``workflows.argoproj.io/completed=true`` (operator.go, so Argo's informer drops it)."""
+    meta = pod["metadata"]
+    if meta.get("labels", {}).get("workflows.argoproj.io/completed") != "true":
+        patch = {"metadata": {"labels": {"workflows.argoproj.io/completed": "true"}}}
+        try:
+            api.patch("pods", meta["name"], patch, meta["namespace"])
+        except ApiException:
+            pass

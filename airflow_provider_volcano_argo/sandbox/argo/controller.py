@@ -47,13 +47,13 @@ class WorkflowController(Controller):
         self.poll_seconds = 5.0 * time_scale
         self.finished: set[str] = set()  # uids of Workflows this controller has ended
         self.lock = threading.Lock()
-        self.resources = ResourceSteps(self.api, self.lock)
 
     def start(self) -> None:
         self.workflows = self.cluster.informer("workflows")
         self.pods = self.cluster.informer("pods")
         self.jobs = self.cluster.informer("vcjobs")
         self.containers = ContainerSteps(self.api, self.pods)
+        self.resources = ResourceSteps(self.api, self.pods)
         self.workflows.subscribe(lambda k, o, old: self.enqueue((o["metadata"]["namespace"], o["metadata"]["name"])))
         self.pods.subscribe(self._on_owned)
         self.jobs.subscribe(self._on_owned)
@@ -219,7 +219,7 @@ class WorkflowController(Controller):
             if node["phase"] in NODE_DONE:
                 continue
             template = run.templates.get(node["templateName"], {})
-            if node["type"] == "Pod" and ("container" in template or "script" in template):
+            if node["type"] == "Pod" and ({"container", "script", "resource"} & set(template)):
                 self.api.delete(
                     "pods", pod_name(run.name, node["templateName"], node["name"]), ns, grace_period_seconds=0
                 )
@@ -240,7 +240,6 @@ class WorkflowController(Controller):
         with self.lock:
             uid = workflow["metadata"]["uid"]
             self.finished.add(uid)
-            self.resources.forget(uid)
 
     def _write(self, workflow: dict, status: dict, completed: bool = False) -> None:
         old = workflow.get("status") or {}

@@ -1,163 +1,156 @@
-"""The ``resource`` template step: act on a manifest, then wait for its success or failure condition.
+"""The ``resource`` template step: an ``argoexec resource ACTION`` pod, and the node's phase from the pod's.
 
-Follows argoproj/argo-workflows v3.7 ``workflow/executor/resource.go`` (resource actions and conditions). The
-actions run in the controller, not in an executor pod, but **as the Workflow's service account**
-(impersonation), so RBAC decides as on a cluster; conditions are re-checked whenever the created object changes
-and every ``5 s * time_scale`` (upstream's ``RESOURCE_STATE_CHECK_INTERVAL``).
+Follows argoproj/argo-workflows v3.7 ``workflow/controller/operator.go``: ``executeResource`` (the node starts
+Pending; one pod whose ``main`` container runs ``argoexec resource ACTION``, the manifest with the Workflow's
+controller reference in ``ARGO_TEMPLATE``), ``requeueIfTransientErr`` (a create refused for quota or throttled
+keeps the node Pending, with the error as its message; any other refusal is the node's Error),
+``podReconciliation`` (a pod gone while its node ran: Error ``pod deleted``; while Pending: created again),
+``assessNodeStatus`` / ``inferFailedReason`` (the pod's ``status.message``, else ``main: REASON (exit code N):
+TERMINATION-MESSAGE``) and ``taskresult.go`` (outputs from the WorkflowTaskResult named by the node ID). What the pod
+does is ``argo/executor.py``; the emulated kubelet runs it, so it can be Pending, evicted, OOM-killed or refused.
 """
 
 from __future__ import annotations
 
-import threading
-import time
+import copy
+import json
 from typing import TYPE_CHECKING
 
 import yaml
 
+from airflow_provider_volcano_argo.sandbox.argo.container_step import label_completed
+from airflow_provider_volcano_argo.sandbox.argo.executor import EXECUTOR_IMAGE, TRANSIENT_STATUSES
 from airflow_provider_volcano_argo.sandbox.argo.nodes import NODE_DONE, end_node
-from airflow_provider_volcano_argo.sandbox.argo.rules import TemplateError, evaluate, json_path, substitute
-from airflow_provider_volcano_argo.sandbox.controlplane.manifests import object_path
+from airflow_provider_volcano_argo.sandbox.argo.rules import pod_name, substitute
 from airflow_provider_volcano_argo.sandbox.emulation.cluster import owner_reference
 from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, status_message
 
 if TYPE_CHECKING:
     from airflow_provider_volcano_argo.sandbox.argo.nodes import WorkflowRun
+    from airflow_provider_volcano_argo.sandbox.emulation.informer import Informer
     from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import KubeApi
-
-DENIED_GRACE_SECONDS = 15.0
 
 
 class ResourceSteps:
-    """Run ``resource`` steps, remembering what each one created and which creates may have lost their reply."""
+    """Run ``resource`` steps as ``argoexec`` pods."""
 
-    def __init__(self, api: KubeApi, lock: threading.Lock):
+    def __init__(self, api: KubeApi, pods: Informer):
         self.api = api
-        self.created: dict[tuple[str, str], dict] = {}  # (workflow uid, node id) -> the resource step's object
-        self.attempted: set[tuple[str, str]] = set()  # nodes whose create was sent (the reply may have been lost)
-        self.denied_since: dict[tuple[str, str], float] = {}  # nodes whose status read is being refused
-        self.lock = lock
-
-    def forget(self, uid: str) -> None:
-        """Drop what the steps of the Workflow ``uid`` created and attempted (it has ended); call under the lock."""
-        for key in [k for k in self.created if k[0] == uid]:
-            self.created.pop(key)
-        self.attempted = {k for k in self.attempted if k[0] != uid}
+        self.pods = pods
 
     def run(self, run: WorkflowRun, template: dict, node_name: str, boundary: str | None, scope: dict) -> str:
-        """Advance the step's node: act on the manifest once, then check its conditions; return the node's phase."""
+        """Advance the step's node: create its pod while Pending, then follow the pod; return the node's phase."""
+        fresh = node_name not in {n["name"] for n in run.nodes.values()}
         node = run.node(node_name, template, boundary, "Pod")
+        if fresh:
+            node["phase"] = "Pending"  # initializeExecutableNode(..., NodePending)
         if node["phase"] in NODE_DONE:
             return node["phase"]
-        resource = template["resource"]
         ns = run.workflow["metadata"]["namespace"]
-        sa = run.service_account(template)
-        as_sa = self.api.impersonating(f"system:serviceaccount:{ns}:{sa}", ["system:serviceaccounts"])
-        key = (run.workflow["metadata"]["uid"], node["id"])
-        with self.lock:
-            created = self.created.get(key)
-        if created is None:
-            manifest = yaml.safe_load(substitute(resource.get("manifest", ""), scope))
-            manifest.setdefault("metadata", {}).setdefault("namespace", ns)
+        pod = self.pods.get(ns, pod_name(run.name, template["name"], node_name))
+        if pod is None:
+            if node["phase"] != "Pending":
+                return end_node(node, "Error", "pod deleted")
+            return self._create(run, template, node, scope)
+        status = pod.get("status") or {}
+        phase = status.get("phase", "Pending")
+        if phase == "Pending":
+            return node["phase"]
+        if phase == "Running":
+            node["phase"] = "Running"
+            node.pop("message", None)
+            return "Running"
+        label_completed(self.api, pod)
+        if phase == "Succeeded":
+            result = self.api.get_or_none("workflowtaskresults", node["id"], ns) or {}
+            outputs = (result.get("outputs") or {}).get("parameters")
+            node["outputs"] = {"parameters": outputs} if outputs else {}
+            return end_node(node, "Succeeded")
+        outcome, message = _failed_reason(pod)
+        return end_node(node, outcome, message)
+
+    def _create(self, run: WorkflowRun, template: dict, node: dict, scope: dict) -> str:
+        ns = run.workflow["metadata"]["namespace"]
+        step = copy.deepcopy(template)
+        resource = step["resource"]
+        if resource.get("manifest"):
+            manifest = substitute(resource["manifest"], scope)
             if resource.get("setOwnerReference"):
-                manifest["metadata"].setdefault("ownerReferences", []).append(owner_reference(run.workflow))
-            action = resource.get("action", "create")
-            created = self._earlier_attempt(run, key, action, manifest)
-            try:
-                with self.lock:
-                    self.attempted.add(key)
-                if created is None:
-                    created = self._act(as_sa, action, manifest, resource.get("mergeStrategy", "strategic"))
-            except ApiException as exc:
-                created = self._earlier_attempt(run, key, action, manifest) if exc.status == 409 else None
-                if created is None:
-                    return end_node(node, "Failed", f"main: Error (exit code 1): {status_message(exc)}")
-            if action == "delete" or created is None:
-                return end_node(node, "Succeeded")
-            with self.lock:
-                self.created[key] = created
-            node["outputs"] = {"parameters": self._outputs(template, created)} if template.get("outputs") else {}
-        success, failure = resource.get("successCondition"), resource.get("failureCondition")
-        if not success and not failure:
-            return end_node(node, "Succeeded")
+                obj = yaml.safe_load(manifest)
+                obj.setdefault("metadata", {}).setdefault("ownerReferences", []).append(owner_reference(run.workflow))
+                manifest = yaml.safe_dump(obj, sort_keys=False)
+            resource["manifest"] = manifest
+        action = resource.get("action", "create")
+        env = {
+            "ARGO_TEMPLATE": json.dumps(step),
+            "ARGO_NODE_ID": node["id"],
+            "ARGO_WORKFLOW_NAME": run.name,
+            "ARGO_WORKFLOW_UID": run.workflow["metadata"]["uid"],
+        }
+        main = {
+            "name": "main",
+            "image": EXECUTOR_IMAGE,
+            "command": ["argoexec", "resource", action],
+            "env": [{"name": k, "value": v} for k, v in env.items()],
+        }
+        spec = {"containers": [main], "restartPolicy": "Never", "serviceAccountName": run.service_account(template)}
+        if template.get("activeDeadlineSeconds") is not None:
+            spec["activeDeadlineSeconds"] = int(template["activeDeadlineSeconds"])
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": pod_name(run.name, template["name"], node["name"]),
+                "namespace": ns,
+                "labels": {"workflows.argoproj.io/workflow": run.name, "workflows.argoproj.io/completed": "false"},
+                "annotations": {
+                    "workflows.argoproj.io/node-name": node["name"],
+                    "workflows.argoproj.io/node-id": node["id"],
+                    "kubectl.kubernetes.io/default-container": "main",
+                },
+                "ownerReferences": [owner_reference(run.workflow)],
+            },
+            "spec": spec,
+        }
         try:
-            current = as_sa.request("GET", object_path(self.api, created))
-            with self.lock:
-                self.denied_since.pop(key, None)
+            self.api.create("pods", body, ns)
         except ApiException as exc:
-            if exc.status in (401, 403) and self._still_transient(key):
-                # Kubernetes 1.20 serves before its RBAC caches have synced after a restart (later versions
-                # gate readiness on it): a refusal that clears within the grace is not the step's failure
+            if exc.status == 409:
+                return node["phase"]
+            if exc.status in TRANSIENT_STATUSES or _quota_refusal(exc):
+                node["message"] = status_message(exc)  # markNodePending: tried again on the requeue
                 run.requeue = True
-                return "Running"
-            if exc.status == 404:
-                return end_node(
-                    node,
-                    "Failed",
-                    "main: Error (exit code 64): The resource has been deleted while "
-                    "its status was still being checked. Will not be retried",
-                )
-            return end_node(node, "Failed", f"main: Error (exit code 64): {status_message(exc)}")
-        outcome, message = evaluate(success, failure, current)
-        if outcome == "Failed":
-            return end_node(node, "Failed", f"main: Error (exit code 64): {message}")
-        if outcome == "Succeeded":
-            return end_node(node, "Succeeded")
-        run.requeue = True
-        return "Running"
+                return node["phase"]
+            return end_node(node, "Error", status_message(exc))
+        return node["phase"]
 
-    def _still_transient(self, key: tuple[str, str]) -> bool:
-        with self.lock:
-            first = self.denied_since.setdefault(key, time.monotonic())
-        return time.monotonic() - first < DENIED_GRACE_SECONDS
 
-    def _earlier_attempt(self, run: WorkflowRun, key: tuple[str, str], action: str, manifest: dict) -> dict | None:
-        """Return the object an earlier create for this node made when its reply was lost (a timeout under load).
+def _quota_refusal(exc: ApiException) -> bool:
+    """Tell whether a refusal is a ResourceQuota's (util/errors ``isExceededQuotaErr``: transient for Argo)."""
+    return exc.status == 403 and "exceeded quota" in status_message(exc)
 
-        Upstream's executor would have recorded it before failing, so the step must not create a second one.
-        """
-        with self.lock:
-            if action != "create" or key not in self.attempted:
-                return None
-        meta = manifest["metadata"]
-        uid = run.workflow["metadata"]["uid"]
-        listing = self.api.request("GET", object_path(self.api, manifest, with_name=False))
-        for item in listing.get("items", []):
-            name = item["metadata"]["name"]
-            owned = any(r.get("uid") == uid for r in item["metadata"].get("ownerReferences") or [])
-            if owned and (
-                name == meta.get("name") or (meta.get("generateName") and name.startswith(meta["generateName"]))
-            ):
-                return item
-        return None
 
-    def _act(self, api: KubeApi, action: str, manifest: dict, strategy: str) -> dict | None:
-        if action == "create":
-            return api.request("POST", object_path(self.api, manifest, with_name=False), body=manifest)
-        if action == "delete":
-            try:
-                api.request("DELETE", object_path(self.api, manifest))
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
-            return None
-        if action == "get":
-            return api.request("GET", object_path(self.api, manifest))
-        if action in ("apply", "replace", "patch"):
-            content = {"merge": "application/merge-patch+json", "json": "application/json-patch+json"}.get(
-                strategy, "application/merge-patch+json"
+def _failed_reason(pod: dict) -> tuple[str, str]:
+    """Return the node's phase and message for a Failed pod (operator.go ``inferFailedReason``)."""
+    status = pod.get("status") or {}
+    if status.get("message"):
+        return "Failed", status["message"]
+    for ctr in status.get("containerStatuses") or []:
+        state = ctr.get("state") or {}
+        if "waiting" in state:
+            waiting = state["waiting"]
+            return "Error", (
+                f"Pod failed before {ctr['name']} container starts due to {waiting.get('reason')}: "
+                f"{waiting.get('message', '')}"
             )
-            try:
-                return api.request("PATCH", object_path(self.api, manifest), body=manifest, content_type=content)
-            except ApiException as exc:
-                if exc.status != 404 or action == "patch":
-                    raise
-            return api.request("POST", object_path(self.api, manifest, with_name=False), body=manifest)
-        raise TemplateError(f"unsupported resource action {action}")
-
-    @staticmethod
-    def _outputs(template: dict, obj: dict) -> list[dict]:
-        values = []
-        for param in (template.get("outputs") or {}).get("parameters", []):
-            path = ((param.get("valueFrom") or {}).get("jsonPath") or "").strip("{}").lstrip(".")
-            values.append({"name": param["name"], "value": str(json_path(obj, path) if path else "")})
-        return values
+        ended = state.get("terminated") or {}
+        if ended.get("exitCode", 0) == 0:
+            continue
+        message = f"{ended.get('reason')} (exit code {ended['exitCode']})"
+        if ended.get("message"):
+            message = f"{message}: {ended['message']}"
+        return "Failed", f"{ctr['name']}: {message}"
+    return (
+        "Failed",
+        f"can't find failed message for pod {pod['metadata']['name']} namespace {pod['metadata']['namespace']}",
+    )

@@ -165,7 +165,7 @@ class ControlPlane:
         return [
             str(self.binaries.kube_controller_manager),
             f"--kubeconfig={self.admin_kubeconfig}",
-            "--controllers=garbagecollector,serviceaccount,serviceaccount-token,namespace",
+            "--controllers=garbagecollector,serviceaccount,serviceaccount-token,namespace,resourcequota",
             f"--service-account-private-key-file={self.pki.sa_key_file}",
             f"--root-ca-file={self.pki.ca_file}",
             "--leader-elect=false",

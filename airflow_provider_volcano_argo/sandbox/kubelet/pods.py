@@ -124,6 +124,8 @@ class PodRunner:
                     "containerID": self._container_id(run),
                 }
             }
+            if context.termination_message:  # kuberuntime: the container's terminationMessagePath
+                run.state["terminated"]["message"] = context.termination_message
         return code
 
     def _container_id(self, run: ContainerRun) -> str:

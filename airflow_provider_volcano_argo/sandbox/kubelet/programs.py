@@ -3,7 +3,8 @@
 Defaults: ``volcanosh/example-mpi`` runs its shell script through ``shell.py`` (the master prints the
 ``mpi_hello_world`` lines for the workers of its hosts file, as in the upstream README's expected output; workers
 run ``sshd -D`` until stopped); kubectl images run the ``kubectl wait`` / follow-logs scripts of the upstream
-example (``kubectl.py``); ``docker/whalesay`` prints cowsay's whale. Anything else exits 0 at once.
+example (``kubectl.py``); ``docker/whalesay`` prints cowsay's whale; ``argoexec`` runs a resource step
+(``argo/executor.py``). Anything else exits 0 at once.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class ContainerContext:
     api: KubeApi
     time_scale: float = 1.0
     restart_count: int = 0
+    termination_message: str = ""  # what the program wrote to /dev/termination-log (the terminated state's message)
     _fail_code: list[int] = field(default_factory=list)
 
     @property
@@ -179,7 +181,10 @@ class _Rule:
 
 
 class ProgramRegistry:
-    """Scripted programs by (namespace, pod, container, image) patterns; the newest matching rule wins."""
+    """Scripted programs by (namespace, pod, container, image) patterns; the newest matching rule wins.
+
+    Argo's ``argoexec`` pods (resource steps) match only rules whose image pattern is not ``*``.
+    """
 
     def __init__(self) -> None:
         self._rules: list[_Rule] = []
@@ -199,7 +204,10 @@ class ProgramRegistry:
         meta = pod["metadata"]
         with self._lock:
             rules = list(reversed(self._rules))
+        system = "argoexec" in container.get("image", "")
         for rule in rules:
+            if system and rule.image == "*":
+                continue  # Argo's executor is not a workload: only a rule naming its image scripts it
             if all(
                 fnmatch.fnmatchcase(value, pattern)
                 for value, pattern in (
@@ -225,6 +233,10 @@ def default_program(image: str) -> Program:
         return KubectlProgram()
     if "whalesay" in name:
         return CowsayProgram()
+    if "argoexec" in name:
+        from airflow_provider_volcano_argo.sandbox.argo.executor import ArgoexecProgram
+
+        return ArgoexecProgram()
     return Program()
 
 

@@ -10,6 +10,8 @@ from airflow_provider_volcano_argo.models.follow import (
     deadline_outcome,
     decide,
     follows_job,
+    jobs_outliving,
+    outliving_line,
     owned_by,
     with_unreadable_log,
 )
@@ -100,10 +102,12 @@ WORKFLOW_MODE = FollowSpec(namespace="ns", workflow_name="wf", workflow_uid="u1"
         ),
         (
             SPEC,
-            _wf("Failed", "step failed"),
+            {**_wf("Failed", "Stopped with strategy 'Terminate'"), "spec": {"shutdown": "Terminate"}},
             {"j": _job("Running", running=3)},
             FollowOutcome(
-                "failed", "Argo Workflow wf ended Failed before Volcano Job j finished: step failed", "workflow_ended"
+                "failed",
+                "Argo Workflow wf ended Failed before Volcano Job j finished: Stopped with strategy 'Terminate'",
+                "workflow_ended",
             ),
         ),
         (
@@ -224,3 +228,23 @@ def test_follows_job_needs_this_runs_owner_reference_not_only_the_name():
     every = FollowSpec(namespace="ns", workflow_name="wf", workflow_uid="u1")
     assert follows_job(every, {"metadata": {"name": "k", "ownerReferences": [{"uid": "u1"}]}})
     assert not follows_job(FollowSpec(namespace="ns", workflow_name="wf", job_name="j"), ours)  # uid not known
+
+
+@pytest.mark.parametrize("spec", [SPEC, FollowSpec(namespace="ns", workflow_name="wf", workflow_uid="u1")])
+def test_a_workflow_that_failed_by_itself_under_a_running_job_is_followed_to_the_jobs_end(spec):
+    """Its resource step's argoexec pod was deleted: Argo fails the Workflow, the Job runs on (operator.go)."""
+    failed = _wf("Error", "pod deleted")
+    assert jobs_outliving(failed, {"j": _job("Running", running=3)}) == ["j"]
+    assert decide(spec, failed, False, {"j": _job("Running", running=3)}, set(), 0) is None
+    line = outliving_line("wf", failed, ["j"])
+    assert line.startswith("Argo Workflow wf ended Error (pod deleted) while Volcano Job j still runs")
+    done = decide(spec, failed, False, {"j": _job("Completed")}, set(), 0)
+    if spec.job_name:  # single-job mode: the Job's outcome, with what happened to the Workflow
+        assert done == FollowOutcome(
+            "success", "Volcano Job j Completed. (Argo Workflow wf had ended Error: pod deleted)", "completed"
+        )
+    else:  # the Workflow is the outcome: it failed, once its Job no longer runs
+        assert done == FollowOutcome("failed", "Argo Workflow wf ended Error: pod deleted", "workflow_ended")
+    assert jobs_outliving(_wf("Succeeded"), {"j": _job("Running")}) == []
+    assert jobs_outliving(_wf("Running"), {"j": _job("Running")}) == []
+    assert jobs_outliving(failed, {"j": _job("Completed")}) == []
