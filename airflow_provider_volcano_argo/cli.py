@@ -15,7 +15,9 @@ def main(argv: list[str] | None = None) -> int:
     install = sub.add_parser("install-templates", help="create or update the WorkflowTemplates (+ RBAC)")
     install.add_argument("--namespace", "-n", default="argo")
     install.add_argument("--conn-id", default="kubernetes_default", help="Airflow kubernetes connection to use")
-    install.add_argument("--with-rbac", action="store_true", help="also apply the Argo-side Role and RoleBinding")
+    install.add_argument(
+        "--with-rbac", action="store_true", help="also apply the service account argo and its Role and RoleBinding"
+    )
     show = sub.add_parser("show", help="print a shipped manifest (template, argo-rbac or airflow-role)")
     show.add_argument("what", choices=("template", "master-after-workers", "argo-rbac", "airflow-role"))
     show.add_argument("--namespace", "-n", default="argo")

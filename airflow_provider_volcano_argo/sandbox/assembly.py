@@ -192,9 +192,11 @@ class Sandbox:
         return {"KUBECONFIG": str(kubeconfig), "AIRFLOW_CONN_KUBERNETES_DEFAULT": conn}
 
     def create_namespace(self, name: str, airflow_access: bool = True) -> str:
-        """Create a namespace with the ``argo`` service account, and the Airflow identity's Role bound in it."""
+        """Create a namespace with the Airflow identity's Role bound in it.
+
+        No ``argo`` service account: Argo's quick start creates it in namespace ``argo`` only.
+        """
         self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-        self.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "argo", "namespace": name}})
         if airflow_access:
             self._bind_airflow(name, self._airflow_rules)
         return name

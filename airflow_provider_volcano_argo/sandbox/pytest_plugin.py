@@ -61,7 +61,7 @@ def sandbox(request: pytest.FixtureRequest) -> Iterator:
 
 @pytest.fixture
 def sandbox_namespace(sandbox) -> Iterator[str]:
-    """Give one test a namespace of its own (service account ``argo``, the Airflow identity's Role bound)."""
+    """Give one test a namespace of its own (the Airflow identity's Role bound; no service account ``argo``)."""
     name = sandbox.create_namespace(f"t-{uuid.uuid4().hex[:10]}")
     yield name
     sandbox.delete_namespace(name)

@@ -30,7 +30,7 @@ def workflow_template(name: str = DEFAULT_TEMPLATE) -> dict:
 
 
 def argo_rbac(namespace: str) -> list[dict]:
-    """Return the Argo-side Role and RoleBinding for the Workflow service account ``argo`` in ``namespace``."""
+    """Return the Workflow service account ``argo`` and its Argo-side Role and RoleBinding in ``namespace``."""
     docs = _documents("argo-rbac.yaml")
     for doc in docs:
         doc["metadata"]["namespace"] = namespace

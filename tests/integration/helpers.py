@@ -126,8 +126,12 @@ def install_mpi_templates(sandbox, namespace: str) -> str:
 
 
 def grant_upstream_rbac(sandbox, upstream_dir, namespace: str) -> None:
-    """The seed's ``rbac.yaml`` (Role + RoleBinding for the ``argo`` service account) in ``namespace``."""
+    """The seed's ``rbac.yaml`` (Role + RoleBinding for the ``argo`` service account) in ``namespace``, and that
+    service account (what Argo's quick start leaves in namespace ``argo``, where the seed's guide runs).
+    """
     import yaml
+
+    sandbox.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "argo", "namespace": namespace}})
 
     path = upstream_dir / "volcano/example/integrations/argo/mpi/rbac.yaml"
     for doc in yaml.safe_load_all(path.read_text()):

@@ -72,6 +72,7 @@ def test_hello_world_with_rbac_completes_and_logs_every_rank(sandbox, upstream_d
 
 def test_hello_world_without_rbac_fails_with_the_clusters_403(sandbox, hello_template):
     ns = sandbox.create_namespace("no-rbac", airflow_access=False)
+    sandbox.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "argo", "namespace": ns}})
     template = sandbox.api.get("workflowtemplates", hello_template, "argo")
     template["metadata"] = {"name": hello_template, "namespace": ns}
     sandbox.apply(template)
