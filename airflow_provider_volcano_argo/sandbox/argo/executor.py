@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 
+import urllib3
 import yaml
 
 from airflow_provider_volcano_argo.sandbox.argo.rules import evaluate, json_path
@@ -25,6 +26,17 @@ CHECK_INTERVAL_SECONDS = 5.0  # RESOURCE_STATE_CHECK_INTERVAL's default
 DENIED_GRACE_SECONDS = 15.0
 TRANSIENT_STATUSES = (429, 503, 504)  # util/errors isTransientErr: TooManyRequests, ServiceUnavailable, timeouts
 TASK_RESULTS = "/apis/argoproj.io/v1alpha1/namespaces/{ns}/workflowtaskresults"
+
+
+#: isTransientNetworkErr: connection refused or reset, EOF, timeouts (the API server restarting)
+NETWORK_ERRORS = (urllib3.exceptions.HTTPError, OSError)
+
+
+def transient(exc: Exception) -> bool:
+    """Tell whether Argo's ``util/errors`` ``IsTransientErr`` holds for ``exc`` (a retry is due, not a failure)."""
+    if isinstance(exc, ApiException):
+        return exc.status in TRANSIENT_STATUSES
+    return isinstance(exc, NETWORK_ERRORS)
 
 
 class StepError(Exception):
@@ -43,25 +55,31 @@ class ArgoexecProgram(Program):
         node_id = env["ARGO_NODE_ID"]
         errors: list[str] = []
         try:  # InitializeOutput: a refusal is recorded as the first error, and the step goes on
-            self._upsert_result(ctx, results, node_id, env, {})
-        except ApiException as exc:
-            errors.append(status_message(exc))
+            _retrying(ctx, lambda: self._upsert_result(ctx, results, node_id, env, {}))
+        except (ApiException, StepError) as exc:
+            errors.append(_message(exc))
         try:
             created = self._exec_resource(ctx, action, template)
             if created is not None and action != "delete":
                 self._wait_resource(ctx, template["resource"], created)
                 outputs = _outputs(template, api.request("GET", object_path(ctx.api, created)))
                 if outputs:
-                    self._upsert_result(ctx, results, node_id, env, {"outputs": {"parameters": outputs}})
+                    result = {"outputs": {"parameters": outputs}}
+                    _retrying(ctx, lambda: self._upsert_result(ctx, results, node_id, env, result))
         except StepError as exc:
             errors.append(str(exc))
-        except ApiException as exc:
-            errors.append(status_message(exc))
+        except (ApiException, *NETWORK_ERRORS) as exc:
+            errors.append(_message(exc))
         try:  # FinalizeOutput: a refusal is the step's error too
             patch = {"metadata": {"labels": {"workflows.argoproj.io/report-outputs-completed": "true"}}}
-            api.request("PATCH", f"{results}/{node_id}", body=patch, content_type="application/merge-patch+json")
-        except ApiException as exc:
-            errors.append(status_message(exc))
+            _retrying(
+                ctx,
+                lambda: api.request(
+                    "PATCH", f"{results}/{node_id}", body=patch, content_type="application/merge-patch+json"
+                ),
+            )
+        except (ApiException, StepError) as exc:
+            errors.append(_message(exc))
         if ctx.stopped.is_set():
             return 137
         for error in errors:  # AddError logs each
@@ -115,13 +133,28 @@ class ArgoexecProgram(Program):
         for attempt in range(4):
             try:
                 return _act(ctx, action, manifest, resource.get("mergeStrategy", "strategic"))
-            except ApiException as exc:
-                if exc.status not in TRANSIENT_STATUSES or attempt == 3:
-                    raise StepError(f"no more retries {status_message(exc)}") from exc
+            except (ApiException, *NETWORK_ERRORS) as exc:
+                if not transient(exc) or attempt == 3:
+                    raise StepError(f"no more retries {_message(exc)}") from exc
             if not ctx.sleep(delay):
                 raise StepError("terminated")
             delay *= 5
         return None
+
+    @staticmethod
+    def _check_refusal(exc: Exception, denied_since: float) -> None:
+        """Raise the step's error for a non-transient failure of a status read, unless it is to be polled on."""
+        if not isinstance(exc, ApiException):
+            raise StepError(str(exc)) from exc
+        if exc.status == 404:
+            raise StepError(
+                "The resource has been deleted while its status was still being checked. Will not be retried"
+            ) from exc
+        # Kubernetes 1.20 serves before its RBAC caches have synced after a restart (later versions gate readiness
+        # on it): a refusal that clears within the grace is not the step's failure
+        if exc.status in (401, 403) and time.monotonic() - denied_since < DENIED_GRACE_SECONDS:
+            return
+        raise StepError(status_message(exc)) from exc
 
     def _wait_resource(self, ctx: ContainerContext, resource: dict, created: dict) -> None:
         """Poll the object until a condition holds: transient errors and 401/403 within the grace are polled on."""
@@ -135,17 +168,10 @@ class ArgoexecProgram(Program):
             try:
                 current = ctx.pod_api.request("GET", path)
                 denied_since = None
-            except ApiException as exc:
-                if exc.status == 404:
-                    raise StepError(
-                        "The resource has been deleted while its status was still being checked. Will not be retried"
-                    ) from exc
-                # Kubernetes 1.20 serves before its RBAC caches have synced after a restart (later versions gate
-                # readiness on it): a refusal that clears within the grace is not the step's failure
-                denied_since = denied_since or time.monotonic()
-                grace = exc.status in (401, 403) and time.monotonic() - denied_since < DENIED_GRACE_SECONDS
-                if exc.status not in TRANSIENT_STATUSES and not grace:
-                    raise StepError(status_message(exc)) from exc
+            except (ApiException, *NETWORK_ERRORS) as exc:
+                if not transient(exc):  # transient ones are polled on (WaitResource: IsTransientErr)
+                    denied_since = denied_since or time.monotonic()
+                    self._check_refusal(exc, denied_since)
             else:
                 outcome, message = evaluate(success, failure, current)
                 if outcome == "Failed":
@@ -155,6 +181,30 @@ class ArgoexecProgram(Program):
                     return
             if not ctx.sleep(CHECK_INTERVAL_SECONDS * ctx.time_scale):
                 raise StepError("terminated")
+
+
+def _message(exc: Exception) -> str:
+    return status_message(exc) if isinstance(exc, ApiException) else str(exc)
+
+
+def _retrying(ctx: ContainerContext, call) -> None:
+    """Call until it succeeds or fails for good, as ``InitializeOutput`` and ``FinalizeOutput`` do.
+
+    ``retryutil.OnError``: transient errors are retried 1 s apart, twice longer each time, up to 30 s (scaled).
+    """
+    delay = 1.0
+    while True:
+        try:
+            call()
+            return
+        except (ApiException, *NETWORK_ERRORS) as exc:
+            if not transient(exc):
+                if isinstance(exc, ApiException):
+                    raise
+                raise StepError(str(exc)) from exc
+        if not ctx.sleep(delay * ctx.time_scale):
+            raise StepError("terminated")
+        delay = min(delay * 2, 30.0)
 
 
 def _act(ctx: ContainerContext, action: str, manifest: dict, strategy: str) -> dict | None:
