@@ -37,7 +37,13 @@ def test_the_resource_steps_pod_evicted_while_the_job_runs_fails_the_workflow_bu
         def running():
             jobs = sandbox.api.list("vcjobs", ns)["items"]
             pods = [p for p in _executor_pods(sandbox, ns) if (p.get("status") or {}).get("phase") == "Running"]
-            return pods[0] if jobs and jobs[0]["status"]["state"]["phase"] == "Running" and pods else None
+            if not (pods and jobs and jobs[0]["status"]["state"]["phase"] == "Running"):
+                return None
+            # once Argo has recorded the node Running: a pod gone before that is created again (podReconciliation)
+            workflow = sandbox.api.get("workflows", pods[0]["metadata"]["labels"]["workflows.argoproj.io/workflow"], ns)
+            nodes = (workflow.get("status") or {}).get("nodes") or {}
+            node = nodes.get(pods[0]["metadata"]["annotations"]["workflows.argoproj.io/node-id"]) or {}
+            return pods[0] if node.get("phase") == "Running" else None
 
         try:
             pod = wait_for(running, 90, what="the Job running under its running argoexec pod")
