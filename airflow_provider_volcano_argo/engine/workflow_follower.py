@@ -19,6 +19,12 @@ from airflow_provider_volcano_argo.engine.follow_loop import FollowLoop
 from airflow_provider_volcano_argo.engine.informer import SharedObjectWatcher
 from airflow_provider_volcano_argo.engine.pod_logs import PodLogForwarder
 from airflow_provider_volcano_argo.exceptions import VolcanoArgoApiError
+from airflow_provider_volcano_argo.models.admission import (
+    attempt_key,
+    overdue_for_admission,
+    podgroup_admitted,
+    pods_bound,
+)
 from airflow_provider_volcano_argo.models.container_instances import exit_codes
 from airflow_provider_volcano_argo.models.follow import (
     FollowOutcome,
@@ -85,6 +91,7 @@ class WorkflowFollower(FollowLoop):
         self._last_heartbeat = time.monotonic()
         self._phases: dict[str, str] = {}
         self._told_outliving = False
+        self._admitted: set[str] = set()  # attempt keys (models.admission) the gang scheduler admitted
 
     def _changed(self) -> None:
         self.changed.set()
@@ -199,6 +206,29 @@ class WorkflowFollower(FollowLoop):
                     reasons.append(f"PodGroup {group['metadata']['name']}: {cond.get('reason')}: {cond.get('message')}")
         return reasons
 
+    def _admitted_attempts(self) -> set[str]:
+        """Return the attempts known to be admitted: remembered ones, and those whose watched pods are bound."""
+        for job in self.jobs.values():
+            if pods_bound(self.logs.pods.values(), job):
+                self._admitted.add(attempt_key(job))
+        return self._admitted
+
+    async def _confirm_admissions(self, now: float) -> bool:
+        """Ask the PodGroups of the Jobs about to fail ``schedule_timeout`` whether their gang was scheduled.
+
+        The pod watch sees only the log task's pods (a master that ``dependsOn`` its workers has none yet): the
+        PodGroup's phase says it for the whole gang. Return whether one was.
+        """
+        found = False
+        overdue = overdue_for_admission(self.jobs, self._admitted, self.spec.schedule_timeout or 0.0, now)
+        for name in overdue:
+            job = self.jobs[name]
+            group = await self.hook.get_object(PODGROUPS, podgroup_name(job), self.spec.namespace)
+            if podgroup_admitted(group):
+                self._admitted.add(attempt_key(job))
+                found = True
+        return found
+
     # -- the follow loop's steps -------------------------------------------------------------------------
     def watchers(self) -> list[SharedObjectWatcher]:
         ns = self.spec.namespace
@@ -217,10 +247,16 @@ class WorkflowFollower(FollowLoop):
         self._report_progress()
         if not self._synced():  # decide on a complete picture (a job that ended before we looked, and its log),
             return deadline_outcome(self.spec, now)  # but the deadline holds while nothing could be listed
-        outcome = decide(self.spec, self.workflow, self.workflow_gone, self.jobs, self.jobs_gone, now)
+        outcome = self._decide(now)
+        if outcome and outcome.reason == "unschedulable" and await self._confirm_admissions(now):
+            outcome = self._decide(now)
         if outcome and outcome.reason == "unschedulable":
             outcome.details = await self._unschedulable_reasons()
         return outcome
+
+    def _decide(self, now: float) -> FollowOutcome | None:
+        admitted = self._admitted_attempts()
+        return decide(self.spec, self.workflow, self.workflow_gone, self.jobs, self.jobs_gone, now, admitted)
 
     async def before_drain(self, outcome: FollowOutcome) -> None:
         self._report_progress()

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import datetime
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from airflow_provider_volcano_argo.models.admission import overdue_for_admission
 from airflow_provider_volcano_argo.models.phases import (
     WorkflowPhase,
     job_ended,
     job_failed,
     job_phase,
     job_succeeded,
-    job_waiting_for_admission,
     workflow_done,
     workflow_message,
     workflow_phase,
@@ -90,13 +89,6 @@ def follows_job(spec: FollowSpec, job: dict) -> bool:
     return owned_by(job, spec.workflow_uid)
 
 
-def _created_at(obj: dict) -> float:
-    stamp = obj["metadata"].get("creationTimestamp")
-    if not stamp:
-        return 0.0
-    return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-
-
 def decide(
     spec: FollowSpec,
     workflow: dict | None,
@@ -104,8 +96,13 @@ def decide(
     jobs: dict[str, dict],
     jobs_gone: set[str],
     now: float,
+    admitted: set[str] | None = None,
 ) -> FollowOutcome | None:
-    """Return the outcome once it is known, else None (keep following)."""
+    """Return the outcome once it is known, else None (keep following).
+
+    ``admitted`` holds the attempts (``models.admission.attempt_key``) known to be admitted by the gang scheduler:
+    ``schedule_timeout`` fails only an attempt not among them that waited that long in ``Pending``.
+    """
     wf_phase, wf_message = workflow_phase(workflow), workflow_message(workflow)
     name = spec.workflow_name
     if workflow_gone:
@@ -145,14 +142,13 @@ def decide(
     if (timeout := deadline_outcome(spec, now)) is not None:
         return timeout
     if spec.schedule_timeout is not None:
-        for job_name, job in sorted(jobs.items()):
-            if job_waiting_for_admission(job) and now - _created_at(job) >= spec.schedule_timeout:
-                return FollowOutcome(
-                    "failed",
-                    f"Volcano Job {job_name} was not admitted by the gang scheduler within schedule_timeout "
-                    f"({spec.schedule_timeout:.0f} s).",
-                    "unschedulable",
-                )
+        for job_name in overdue_for_admission(jobs, admitted or set(), spec.schedule_timeout, now):
+            return FollowOutcome(
+                "failed",
+                f"Volcano Job {job_name} was not admitted by the gang scheduler within schedule_timeout "
+                f"({spec.schedule_timeout:.0f} s).",
+                "unschedulable",
+            )
     return None
 
 

@@ -112,11 +112,6 @@ def job_started(job: dict) -> bool:
     return any(int(status.get(k, 0) or 0) for k in ("running", "succeeded", "failed"))
 
 
-def job_waiting_for_admission(job: dict) -> bool:
-    """Tell whether a Job is still waiting for the gang scheduler: ``Pending`` (or unseen) with no pod started."""
-    return job_phase(job) in (VolcanoJobPhase.PENDING, "") and not job_started(job)
-
-
 def phase_verdict(
     phase: str, exists: bool, target: list[str], failing: list[str], seen: bool = False
 ) -> PhaseVerdict | None:

@@ -82,7 +82,8 @@ class ArgoWorkflowTemplateOperator(KubernetesConnectionFields, BaseOperator):
     :param stream_logs: stream that log while the job runs.
     :param log_poll_interval: read that log every so many seconds instead of holding a follow stream open (no
         connection held per run, for triggerers with hundreds of deferred runs; lines arrive up to that late).
-    :param schedule_timeout: seconds a Volcano Job may wait for gang admission before the task fails.
+    :param schedule_timeout: seconds each attempt of a Volcano Job may wait in Pending for gang admission (its
+        PodGroup scheduled or its pods bound) before the task fails.
     :param on_finish_action: ``delete_workflow`` (default), ``delete_succeeded_workflow`` or ``keep_workflow``;
         deleting the Workflow cascades to its Volcano Jobs and their pods.
     :param on_kill_action: ``delete_workflow`` (default), ``stop_workflow`` or ``keep_workflow``.

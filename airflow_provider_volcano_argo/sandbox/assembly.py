@@ -72,6 +72,7 @@ class SandboxOptions:
     airflow_role_file: Path | None = None  # a Role manifest whose rules the Airflow identity gets
     audit_log: bool = False
     container_log_max_size: int | None = 10 * 1024 * 1024  # the kubelet's containerLogMaxSize; None: no rotation
+    container_creating_seconds: float = 0.0  # image pull / ContainerCreating time of every pod (not scaled)
 
 
 class Sandbox:
@@ -127,6 +128,7 @@ class Sandbox:
             workdir=self.control_plane.dir / "kubelet",
             time_scale=self.options.time_scale,
             container_log_max_size=self.options.container_log_max_size,
+            container_creating_seconds=self.options.container_creating_seconds,
         )
         self.components = [
             self.kubelet,

@@ -41,11 +41,15 @@ class Kubelet:
         workdir: Path,
         time_scale: float = 1.0,
         container_log_max_size: int | None = CONTAINER_LOG_MAX_SIZE,
+        container_creating_seconds: float = 0.0,
     ):
         self.cluster = cluster
         self.api = cluster.api
         self.nodes = {n.name: n for n in nodes}
         self.time_scale = time_scale
+        # how long a bound pod stays Pending before its first container starts (image pull, volume mounts):
+        # seconds, not scaled; may be changed while the sandbox runs
+        self.container_creating_seconds = container_creating_seconds
         self.programs = ProgramRegistry()
         self.logs = LogStore(workdir, container_log_max_size)  # logs.max_size: set it to rotate sooner
         cert, key = pki.serving("kubelet")
@@ -152,7 +156,9 @@ class Kubelet:
                     continue
                 if runner is None and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
                     self.logs.admit_pod(*key, meta["uid"])
-                    runner = self.runners[key] = PodRunner(pod, self.api, self.programs, self.logs, self.time_scale)
+                    runner = self.runners[key] = PodRunner(
+                        pod, self.api, self.programs, self.logs, self.time_scale, self.container_creating_seconds
+                    )
                     runner.start()
                 elif runner is not None and runner.dirty:
                     runner.report()

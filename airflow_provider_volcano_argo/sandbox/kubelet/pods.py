@@ -42,7 +42,15 @@ class ContainerRun:
 class PodRunner:
     """Runs a pod bound to this kubelet's node until it ends or is deleted."""
 
-    def __init__(self, pod: dict, api: KubeApi, programs: ProgramRegistry, logs: LogStore, time_scale: float):
+    def __init__(
+        self,
+        pod: dict,
+        api: KubeApi,
+        programs: ProgramRegistry,
+        logs: LogStore,
+        time_scale: float,
+        creating_seconds: float = 0.0,
+    ):
         self.pod = pod
         self.api = api
         self.programs = programs
@@ -53,6 +61,10 @@ class PodRunner:
         spec = pod["spec"]
         self.init = [ContainerRun(c) for c in spec.get("initContainers", []) or []]
         self.main = [ContainerRun(c) for c in spec.get("containers", [])]
+        if not self.init:  # kubelet_pods.go convertToAPIContainerStatuses: the default waiting reason
+            for run in self.main:
+                run.state = {"waiting": {"reason": "ContainerCreating"}}
+        self.creating_seconds = creating_seconds
         self.phase = "Pending"
         self.reason: str | None = None
         self.message: str | None = None
@@ -189,6 +201,10 @@ class PodRunner:
 
     def _lifecycle(self) -> None:
         self.report()
+        # image pull and sandbox creation (kuberuntime_manager.go SyncPod: EnsureImageExists before startContainer):
+        # the pod stays Pending, its containers waiting, though the gang was admitted and the pod is bound
+        if self.creating_seconds and self.stop.wait(self.creating_seconds):
+            return
         for run in self.init:  # init containers: in order, each must succeed (restarting per policy)
             while True:
                 code = self._execute(run)

@@ -143,8 +143,11 @@ class VolcanoScheduler(Controller):
         running = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Running")
         succeeded = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Succeeded")
         failed = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Failed")
-        if pods and running + succeeded + failed >= min_member:
-            phase = "Completed" if running == 0 and succeeded + failed == len(pods) else "Running"
+        # session.go getPodGroupPhase: Running once minMember tasks are scheduled (bound, terminating ones
+        # included), whether or not their containers run yet (image pull); Completed when all scheduled ones ended
+        scheduled = len(bound) + (len(placement) if waiting and started + len(placement) >= min_member else 0)
+        if pods and scheduled >= min_member:
+            phase = "Completed" if scheduled == succeeded + failed else "Running"
         self._write(group, {**status, "phase": phase, "running": running, "succeeded": succeeded, "failed": failed})
         return 2.0 if waiting else None
 

@@ -14,7 +14,6 @@ from airflow_provider_volcano_argo.models.phases import (
     job_ended,
     job_phase,
     job_started,
-    job_waiting_for_admission,
     phase_of,
     phase_verdict,
     workflow_done,
@@ -40,13 +39,9 @@ def test_phase_enums_are_their_api_strings():
     assert not JOB_SUCCESS_PHASES & JOB_FAILED_PHASES
 
 
-def test_workflow_done_and_admission():
+def test_workflow_done():
     assert all(workflow_done({"status": {"phase": p}}) for p in ("Succeeded", "Failed", "Error"))
     assert not workflow_done({"status": {"phase": "Running"}}) and not workflow_done(None)
-    assert job_waiting_for_admission({"status": {"state": {"phase": "Pending"}}})
-    assert job_waiting_for_admission({"status": {}})
-    assert not job_waiting_for_admission({"status": {"state": {"phase": "Pending"}, "running": 1}})
-    assert not job_waiting_for_admission({"status": {"state": {"phase": "Running"}}})
 
 
 @pytest.mark.parametrize(
