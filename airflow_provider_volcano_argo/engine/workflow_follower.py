@@ -24,6 +24,7 @@ from airflow_provider_volcano_argo.models.admission import (
     overdue_for_admission,
     podgroup_admitted,
     pods_bound,
+    unschedulable_reasons,
 )
 from airflow_provider_volcano_argo.models.container_instances import exit_codes
 from airflow_provider_volcano_argo.models.follow import (
@@ -39,7 +40,7 @@ from airflow_provider_volcano_argo.models.log_cursor import CursorBook
 from airflow_provider_volcano_argo.models.names import CURSOR_ANNOTATION, podgroup_name
 from airflow_provider_volcano_argo.models.phases import job_phase, workflow_message, workflow_phase
 from airflow_provider_volcano_argo.models.progress import heartbeat_line, job_change_line, workflow_change_line
-from airflow_provider_volcano_argo.models.resources import PODGROUPS, VOLCANO_JOBS, WORKFLOWS
+from airflow_provider_volcano_argo.models.resources import EVENTS, PODGROUPS, VOLCANO_JOBS, WORKFLOWS
 from airflow_provider_volcano_argo.models.results import FollowEvent, job_summary, workflow_summary
 from airflow_provider_volcano_argo.models.selectors import name_selector, task_pods_selector
 
@@ -198,12 +199,20 @@ class WorkflowFollower(FollowLoop):
         return True
 
     async def _unschedulable_reasons(self) -> list[str]:
+        """Say why each Job's gang waits: its PodGroup's condition, else the Events recorded on the PodGroup."""
         reasons: list[str] = []
         for job in self.jobs.values():
-            group = await self.hook.get_object(PODGROUPS, podgroup_name(job), self.spec.namespace)
-            for cond in ((group or {}).get("status") or {}).get("conditions", []) or []:
-                if cond.get("type") == "Unschedulable" and cond.get("status") == "True":
-                    reasons.append(f"PodGroup {group['metadata']['name']}: {cond.get('reason')}: {cond.get('message')}")
+            name = podgroup_name(job)
+            group = await self.hook.get_object(PODGROUPS, name, self.spec.namespace)
+            events: list[dict] = []
+            if group is not None:
+                try:
+                    selector = f"involvedObject.kind=PodGroup,involvedObject.name={name}"
+                    listed = await self.hook.list_objects(EVENTS, self.spec.namespace, field_selector=selector)
+                    events = listed.get("items") or []
+                except VolcanoArgoApiError as exc:  # the task fails anyway: say what could not be read, and why
+                    reasons.append(f"The Events of PodGroup {name} could not be read: {exc}")
+            reasons.extend(unschedulable_reasons(group, events))
         return reasons
 
     def _admitted_attempts(self) -> set[str]:

@@ -79,3 +79,28 @@ def overdue_for_admission(jobs: dict[str, dict], admitted: set[str], schedule_ti
         if now - waiting_since(job) >= schedule_timeout:
             overdue.append(name)
     return overdue
+
+
+def _event_time(event: dict) -> str:
+    return event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp") or ""
+
+
+def unschedulable_reasons(group: dict | None, events: list[dict]) -> list[str]:
+    """Say why a gang waits: the PodGroup's ``Unschedulable`` condition, else the newest ``Unschedulable`` Event.
+
+    The gang plugin (``gang.go OnSessionClose``) sets the condition only once the gang has pods; a gang refused at
+    enqueue has none, and the overcommit plugin (``overcommit.go``) records only an Event on the PodGroup
+    (``resource in cluster is overused: overused cpu``). ``events`` are the PodGroup's (any order).
+    """
+    if not group:
+        return []
+    name = group["metadata"]["name"]
+    reasons = [
+        f"PodGroup {name}: {cond.get('reason')}: {cond.get('message')}"
+        for cond in (group.get("status") or {}).get("conditions") or []
+        if cond.get("type") == "Unschedulable" and cond.get("status") == "True"
+    ]
+    if reasons:
+        return reasons
+    refusals = sorted((e for e in events if e.get("reason") == "Unschedulable"), key=_event_time)
+    return [f"PodGroup {name}: {refusals[-1].get('message')}"] if refusals else []

@@ -32,6 +32,7 @@ WORKFLOW_TEMPLATES = ApiResource("argoproj.io", "v1alpha1", "workflowtemplates")
 VOLCANO_JOBS = ApiResource("batch.volcano.sh", "v1alpha1", "jobs")
 PODGROUPS = ApiResource("scheduling.volcano.sh", "v1beta1", "podgroups")
 PODS = ApiResource("", "v1", "pods")
+EVENTS = ApiResource("", "v1", "events")
 COMMANDS = ApiResource("bus.volcano.sh", "v1alpha1", "commands")
 
 #: What a sensor of each kind watches.

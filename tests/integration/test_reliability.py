@@ -78,6 +78,7 @@ LABELS = {
     ("bus.volcano.sh", "commands"): "commands.bus.volcano.sh",
     ("", "pods"): "pods",
     ("", "pods/log"): "pods/log",
+    ("", "events"): "events",
 }
 RULE_VERBS = [
     (group, resource, verb)
@@ -89,6 +90,7 @@ RULE_VERBS = [
 SCENARIO_OF = {
     ("batch.volcano.sh", "jobs", "get"): "sensor",
     ("scheduling.volcano.sh", "podgroups", "get"): "gang",
+    ("", "events", "list"): "gang",  # why the gang was refused at enqueue: an Event on its PodGroup
     ("argoproj.io", "workflows", "get"): "reattach",  # the retry reads the Workflow its first try stored
     ("bus.volcano.sh", "commands", "create"): "stop",  # a run cut by its deadline, kept: its gang is terminated
 }

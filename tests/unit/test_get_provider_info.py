@@ -80,6 +80,7 @@ def test_airflow_role_is_exactly_the_verbs_the_provider_uses():
         ("", "pods", "list"),
         ("", "pods", "watch"),
         ("", "pods/log", "get"),
+        ("", "events", "list"),
     }
 
 

@@ -2,8 +2,8 @@
 
 It enqueues PodGroups, binds a gang only when ``minMember`` pods fit at once, and says why not. Follows
 volcano-sh/volcano ``pkg/scheduler/actions/enqueue/enqueue.go`` (Pending -> Inqueue when the queue is Open and
-``minResources`` fit), ``actions/allocate`` with the ``gang`` plugin (all-or-nothing binding,
-``plugins/gang/gang.go``: the ``Unschedulable`` / ``Scheduled`` conditions and their messages),
+``plugins/overcommit/overcommit.go`` lets ``minResources`` in), ``actions/allocate`` with the ``gang`` plugin
+(all-or-nothing binding, ``plugins/gang/gang.go``: the ``Unschedulable`` / ``Scheduled`` conditions and messages),
 ``framework/session.go: getPodGroupPhase`` and ``cache/cache.go: RecordJobStatusEvent``.
 """
 
@@ -24,6 +24,8 @@ from airflow_provider_volcano_argo.sandbox.kubelet.resources import (
 
 log = logging.getLogger(__name__)
 COMPONENT = "volcano"
+#: overcommit.go defaultOverCommitFactor: how far the enqueue check lets gangs exceed the cluster's capacity.
+OVERCOMMIT_FACTOR = 1.2
 
 
 def _finished(pod: dict) -> bool:
@@ -112,13 +114,12 @@ class VolcanoScheduler(Controller):
             if reason is None:
                 phase = "Inqueue"
             else:
-                self._unschedulable(
-                    group,
-                    status,
-                    f"0/{len(pods)} tasks in gang unschedulable: pod group is not "
-                    f"ready, {min_member} minAvailable; {reason}",
-                    reason,
-                )
+                # overcommit.go JobEnqueueableFn: an Event on the PodGroup, nothing more. No condition: the gang
+                # plugin's OnSessionClose skips a job with no tasks, and the controller creates pods only once the
+                # PodGroup is Inqueue (job_controller_actions.go syncJob)
+                if reason and self._last_message.get(key) != reason:
+                    self._last_message[key] = reason
+                    self.cluster.record_event(group, "Normal", "Unschedulable", reason, COMPONENT)
                 return 2.0
         bound = [p for p in pods if p["spec"].get("nodeName")]
         waiting = [p for p in pods if not p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")]
@@ -152,24 +153,35 @@ class VolcanoScheduler(Controller):
         return 2.0 if waiting else None
 
     def _enqueue_refusal(self, group: dict) -> str | None:
-        """Why a Pending PodGroup may not be enqueued yet, or None (queue Open and minResources fit)."""
+        """Why a Pending PodGroup may not be enqueued yet ("" when silently), or None to enqueue it.
+
+        ``actions/enqueue/enqueue.go`` skips the jobs of a missing or closed queue (no event).
+        ``plugins/overcommit/overcommit.go`` (JobEnqueueableFn) admits while the Inqueue gangs' ``minResources`` plus
+        this one's fit the cluster's total times the overcommit factor (1.2) less what bound pods use, comparing
+        only the resources this gang asks for; its refusal says which are "overused".
+        """
         queue = self.queues.get("", group["spec"].get("queue", "default"))
-        if queue is None:
-            return f"queue {group['spec'].get('queue')} not found"
-        if ((queue.get("status") or {}).get("state") or "Open") != "Open":
-            return f"queue {queue['metadata']['name']} is not open"
+        if queue is None or ((queue.get("status") or {}).get("state") or "Open") != "Open":
+            return ""
         asked = {k: quantity(v) for k, v in (group["spec"].get("minResources") or {}).items()}
-        nodes = self._ready_nodes()
+        if not asked:
+            return None  # a best-effort gang (no minResources) is always permitted
         capacity: dict[str, float] = {}
-        for node in nodes:
+        for node in self._ready_nodes():
             for name, value in node_capacity_from_status(node).items():
-                capacity[name] = capacity.get(name, 0.0) + quantity(value)
+                capacity[name] = capacity.get(name, 0.0) + quantity(value) * OVERCOMMIT_FACTOR
         used = [r for rs in self._used().values() for r in rs]
-        missing = shortfall(asked, {k: str(v) for k, v in capacity.items()}, used)
-        if missing:
-            return "resource in cluster is overused: " + ", ".join(
-                m.replace("Insufficient ", "overused ") for m in missing
-            )
+        me = (group["metadata"]["namespace"], group["metadata"]["name"])
+        inqueue = [
+            {k: quantity(v) for k, v in (g["spec"].get("minResources") or {}).items()}
+            for g in self.groups.items()
+            if (g.get("status") or {}).get("phase") == "Inqueue"
+            and (g["metadata"]["namespace"], g["metadata"]["name"]) != me
+        ]
+        missing = shortfall(asked, {k: str(v) for k, v in capacity.items()}, used + inqueue)
+        if missing:  # util.FormatResourceNames("resource in cluster is overused", "overused", names)
+            names = [m.replace("Insufficient ", "").replace("Too many pods", "pods") for m in missing]
+            return "resource in cluster is overused: " + ", ".join(f"overused {n}" for n in names)
         return None
 
     def _place(self, waiting: list[dict]) -> tuple[list[tuple[dict, str]], list[str]]:

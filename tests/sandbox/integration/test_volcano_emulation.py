@@ -10,30 +10,58 @@ from tests.integration.helpers import phase_of, volcano_job, wait_for
 pytestmark = pytest.mark.integration
 
 
-def test_gang_above_capacity_stays_pending_without_pods_and_says_why(sandbox, sandbox_namespace):
-    ns = sandbox_namespace
-    job = sandbox.api.create("vcjobs", volcano_job("too-big", workers=3, cpu="4"), ns)  # 12 cores on an 8-core node
-    group = f"too-big-{job['metadata']['uid']}"
-
-    def unschedulable():
-        pg = sandbox.api.get_or_none("podgroups", group, ns) or {}
-        return next((c for c in (pg.get("status") or {}).get("conditions", []) if c["type"] == "Unschedulable"), None)
-
-    condition = wait_for(unschedulable, 30, what="Unschedulable condition")
-    assert condition["reason"] == "NotEnoughResources"
-    assert "tasks in gang unschedulable" in condition["message"] and "cpu" in condition["message"]
-    assert phase_of(sandbox.api, "vcjobs", "too-big", ns) == "Pending"
-    assert sandbox.api.list("pods", ns, "volcano.sh/job-name=too-big")["items"] == []
-    events = sandbox.api.request(
+def _podgroup_events(sandbox, ns: str, group: str) -> list[dict]:
+    return sandbox.api.request(
         "GET", f"/api/v1/namespaces/{ns}/events", query={"fieldSelector": f"involvedObject.name={group}"}
     )["items"]
-    assert any(e["reason"] == "Unschedulable" and e["type"] == "Warning" for e in events)
+
+
+def test_gang_above_capacity_stays_pending_without_pods_with_only_an_event(sandbox, sandbox_namespace):
+    ns = sandbox_namespace
+    # 12 cores on an 8-core node: more than 8 x 1.2 (overcommit.go), so the enqueue action refuses it
+    job = sandbox.api.create("vcjobs", volcano_job("too-big", workers=3, cpu="4"), ns)
+    group = f"too-big-{job['metadata']['uid']}"
+
+    def refusal():
+        return next((e for e in _podgroup_events(sandbox, ns, group) if e["reason"] == "Unschedulable"), None)
+
+    event = wait_for(refusal, 30, what="Unschedulable event")
+    assert event["type"] == "Normal"
+    assert event["message"] == "resource in cluster is overused: overused cpu"
+    status = sandbox.api.get("podgroups", group, ns).get("status") or {}
+    assert status.get("phase", "Pending") == "Pending" and not status.get("conditions")
+    assert phase_of(sandbox.api, "vcjobs", "too-big", ns) == "Pending"
+    assert sandbox.api.list("pods", ns, "volcano.sh/job-name=too-big")["items"] == []
     # capacity arrives: the gang is admitted and runs
     sandbox.kubelet.set_node_capacity("sandbox-node-0", cpu="16")
     try:
         wait_for(lambda: phase_of(sandbox.api, "vcjobs", "too-big", ns) == "Completed", 60, what="job Completed")
     finally:
         sandbox.kubelet.set_node_capacity("sandbox-node-0", cpu="8")
+
+
+def test_gang_within_the_overcommit_factor_is_enqueued_and_its_pods_wait_under_the_gang_condition(
+    sandbox, sandbox_namespace
+):
+    ns = sandbox_namespace
+    # 9 cores on an 8-core node: within 8 x 1.2, so it is enqueued and gets pods, but they cannot all be bound
+    job = sandbox.api.create("vcjobs", volcano_job("overcommitted", workers=2, cpu="4500m"), ns)
+    group = f"overcommitted-{job['metadata']['uid']}"
+
+    def condition():
+        pg = sandbox.api.get_or_none("podgroups", group, ns) or {}
+        return next((c for c in (pg.get("status") or {}).get("conditions", []) if c["type"] == "Unschedulable"), None)
+
+    found = wait_for(condition, 30, what="the gang plugin's Unschedulable condition")
+    assert found["reason"] == "NotEnoughResources"
+    assert "tasks in gang unschedulable" in found["message"] and "Insufficient cpu" in found["message"]
+    assert sandbox.api.get("podgroups", group, ns)["status"]["phase"] == "Inqueue"
+    pods = sandbox.api.list("pods", ns, "volcano.sh/job-name=overcommitted")["items"]
+    assert len(pods) == 3 and not any(p["spec"].get("nodeName") for p in pods)
+    assert phase_of(sandbox.api, "vcjobs", "overcommitted", ns) == "Pending"
+    assert not any(
+        e["reason"] == "Unschedulable" and "overused" in e["message"] for e in _podgroup_events(sandbox, ns, group)
+    )
 
 
 def test_eviction_under_pod_evicted_restart_job_restarts_and_counts(sandbox, sandbox_namespace):

@@ -7,6 +7,7 @@ from airflow_provider_volcano_argo.models.admission import (
     overdue_for_admission,
     podgroup_admitted,
     pods_bound,
+    unschedulable_reasons,
     waiting_since,
 )
 from airflow_provider_volcano_argo.models.follow import FollowSpec, decide
@@ -71,3 +72,24 @@ def test_schedule_timeout_spares_a_restarted_job_older_than_the_timeout():
     assert decide(spec, wf, False, restarted, set(), 910) is None
     assert decide(spec, wf, False, restarted, set(), 1200).reason == "unschedulable"
     assert decide(spec, wf, False, restarted, set(), 1200, admitted={"ju/1"}) is None
+
+
+def test_a_gang_refused_at_enqueue_is_explained_by_its_newest_event():
+    group = {"metadata": {"name": "mpi-j-ju"}, "status": {"phase": "Pending"}}
+    events = [
+        {"reason": "Unschedulable", "message": "resource in cluster is overused: overused cpu",
+         "lastTimestamp": "2026-12-05T08:00:02Z"},
+        {"reason": "Unschedulable", "message": "resource in cluster is overused: overused memory",
+         "lastTimestamp": "2026-12-05T08:00:01Z"},
+        {"reason": "Scheduled", "message": "pod group is ready", "lastTimestamp": "2026-12-05T08:00:03Z"},
+    ]  # fmt: skip
+    assert unschedulable_reasons(group, events) == ["PodGroup mpi-j-ju: resource in cluster is overused: overused cpu"]
+    assert unschedulable_reasons(group, []) == []
+    assert unschedulable_reasons(None, events) == []
+
+
+def test_the_gang_plugins_condition_comes_first():
+    condition = {"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources", "message": "1/3 tasks"}
+    group = {"metadata": {"name": "mpi-j-ju"}, "status": {"phase": "Inqueue", "conditions": [condition]}}
+    events = [{"reason": "Unschedulable", "message": "resource in cluster is overused: overused cpu"}]
+    assert unschedulable_reasons(group, events) == ["PodGroup mpi-j-ju: NotEnoughResources: 1/3 tasks"]
