@@ -37,10 +37,10 @@ from airflow_provider_volcano_argo.models.follow import (
     outliving_line,
 )
 from airflow_provider_volcano_argo.models.log_cursor import CursorBook
-from airflow_provider_volcano_argo.models.names import CURSOR_ANNOTATION, podgroup_name
+from airflow_provider_volcano_argo.models.names import CURSOR_ANNOTATION, VOLCANO_JOB_NAME_LABEL, podgroup_name
 from airflow_provider_volcano_argo.models.phases import job_phase, workflow_message, workflow_phase
 from airflow_provider_volcano_argo.models.progress import heartbeat_line, job_change_line, workflow_change_line
-from airflow_provider_volcano_argo.models.resources import EVENTS, PODGROUPS, VOLCANO_JOBS, WORKFLOWS
+from airflow_provider_volcano_argo.models.resources import EVENTS, PODGROUPS, PODS, VOLCANO_JOBS, WORKFLOWS
 from airflow_provider_volcano_argo.models.results import FollowEvent, job_summary, workflow_summary
 from airflow_provider_volcano_argo.models.selectors import name_selector, task_pods_selector
 
@@ -93,6 +93,7 @@ class WorkflowFollower(FollowLoop):
         self._phases: dict[str, str] = {}
         self._told_outliving = False
         self._admitted: set[str] = set()  # attempt keys (models.admission) the gang scheduler admitted
+        self._job_pods: dict[str, list[dict]] = {}  # every pod of each Job, listed once the outcome is known
 
     def _changed(self) -> None:
         self.changed.set()
@@ -269,6 +270,24 @@ class WorkflowFollower(FollowLoop):
 
     async def before_drain(self, outcome: FollowOutcome) -> None:
         self._report_progress()
+        if outcome.run_ended:  # a run cut short (deadline, API errors) keeps the counts its Jobs' status has
+            await self._list_job_pods()
+
+    async def _list_job_pods(self) -> None:
+        """List every pod of each Job once (all tasks): the per-task results come from them, not the Job's status.
+
+        A Job that ended reports no per-task counts since Volcano v1.11 (volcano#4616); its finished pods remain.
+        On an API error the Job's status stands in.
+        """
+        for name in sorted(self.jobs):
+            try:
+                listed = await self.hook.list_objects(
+                    PODS, self.spec.namespace, label_selector=f"{VOLCANO_JOB_NAME_LABEL}={name}"
+                )
+            except VolcanoArgoApiError:
+                continue
+            uid = self.jobs[name]["metadata"].get("uid")
+            self._job_pods[name] = [pod for pod in listed.get("items") or [] if owned_by(pod, uid)]
 
     async def run(self) -> FollowEvent:
         """Follow until the outcome is known; always return an event (errors become ``status: error``)."""
@@ -283,7 +302,7 @@ class WorkflowFollower(FollowLoop):
             "details": outcome.details,
             "namespace": self.spec.namespace,
             "workflow": workflow_summary(self.spec.workflow_name, self.spec.workflow_uid, self.workflow),
-            "jobs": [job_summary(j) for _, j in sorted(self.jobs.items())],
+            "jobs": [job_summary(j, self._job_pods.get(n)) for n, j in sorted(self.jobs.items())],
             "tails": self.logs.tails(),
             "lines_streamed": self.logs.lines_emitted,
             "exit_codes": exit_codes(self.logs.pods.values(), self.spec.container, set(self.jobs)),

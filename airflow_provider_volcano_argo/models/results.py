@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterable
 from typing import Any, TypedDict
 
+from airflow_provider_volcano_argo.models.names import VOLCANO_TASK_SPEC_LABEL
 from airflow_provider_volcano_argo.models.phases import PhaseVerdict, job_phase, workflow_message, workflow_phase
 
 #: What the last log lines may take of a trigger event in all: the event is stored in the task instance's
@@ -90,19 +92,45 @@ def workflow_summary(name: str, uid: str | None, workflow: dict | None) -> Workf
     }
 
 
-def job_summary(job: dict) -> JobSummary:
-    """Summarize one Volcano Job for the XCom result."""
+def task_status_count(pods: Iterable[dict]) -> dict[str, Any]:
+    """Count a Job's pods per task and phase, in the shape of Volcano's ``taskStatusCount``.
+
+    Pods being deleted are left out, as ``syncJob`` (``calcPodStatus``) leaves them out. From the pods, not the
+    Job's status: since Volcano v1.11 a Completed or Failed Job reports no ``taskStatusCount`` and 0 succeeded and
+    failed (``killPods`` counts only pods whose deletion failed, volcano#4616), while its finished pods remain.
+    """
+    counts: dict[str, Any] = {}
+    for pod in pods:
+        meta = pod["metadata"]
+        if meta.get("deletionTimestamp"):
+            continue
+        task = (meta.get("labels") or {}).get(VOLCANO_TASK_SPEC_LABEL, "")
+        phase = (pod.get("status") or {}).get("phase") or "Pending"
+        bucket = counts.setdefault(task, {"phase": {}})["phase"]
+        bucket[phase] = bucket.get(phase, 0) + 1
+    return counts
+
+
+def job_summary(job: dict, pods: list[dict] | None = None) -> JobSummary:
+    """Summarize one Volcano Job for the XCom result: per-task counts from its ``pods`` when they were listed."""
     status = job.get("status") or {}
     state = status.get("state") or {}
+    if pods is None:  # not listed: what the Job's status says
+        per_task = status.get("taskStatusCount") or {}
+        succeeded, failed = int(status.get("succeeded", 0) or 0), int(status.get("failed", 0) or 0)
+    else:
+        per_task = task_status_count(pods)
+        succeeded = sum(t["phase"].get("Succeeded", 0) for t in per_task.values())
+        failed = sum(t["phase"].get("Failed", 0) for t in per_task.values())
     return {
         "name": job["metadata"]["name"],
         "namespace": job["metadata"].get("namespace"),
         "uid": job["metadata"].get("uid"),
         "phase": job_phase(job),
         "retry_count": int(status.get("retryCount", 0) or 0),
-        "task_status_count": status.get("taskStatusCount") or {},
-        "succeeded": int(status.get("succeeded", 0) or 0),
-        "failed": int(status.get("failed", 0) or 0),
+        "task_status_count": per_task,
+        "succeeded": succeeded,
+        "failed": failed,
         "created_at": job["metadata"].get("creationTimestamp"),
         "finished_at": state.get("lastTransitionTime"),
     }

@@ -73,6 +73,7 @@ class SandboxOptions:
     audit_log: bool = False
     container_log_max_size: int | None = 10 * 1024 * 1024  # the kubelet's containerLogMaxSize; None: no rotation
     container_creating_seconds: float = 0.0  # image pull / ContainerCreating time of every pod (not scaled)
+    volcano_counts_retained_pods: bool = False  # Volcano <= v1.10's counts of a finished Job (default: v1.11+)
 
 
 class Sandbox:
@@ -133,7 +134,11 @@ class Sandbox:
         self.components = [
             self.kubelet,
             VolcanoScheduler(self.cluster, time_scale=self.options.time_scale),
-            VolcanoJobController(self.cluster, time_scale=self.options.time_scale),
+            VolcanoJobController(
+                self.cluster,
+                time_scale=self.options.time_scale,
+                counts_retained_pods=self.options.volcano_counts_retained_pods,
+            ),
             WorkflowController(self.cluster, time_scale=self.options.time_scale),
         ]
         for component in self.components:

@@ -74,6 +74,8 @@ def test_failing_master_fails_the_task_with_diagnostics(sandbox, mpi_namespace, 
     assert "exited with code 7" in log
     assert "error: rank 1 diverged a2" in log.split("ended Failed", 1)[1]  # the last lines, in the message
     assert "retries 2" in log
+    # from the Job's pods (Volcano >= v1.11 reports no taskStatusCount once Failed): the retained master
+    assert "task status {'mpimaster': {'phase': {'Failed': 1}}}" in log
     assert (delivered, repeated, left) == (len(expected), 0, 0)
     assert streamed.count("----- log of ") == len(attempts)  # no attempt shown twice, none invented
     for n in attempts:  # each attempt's lines under its own header

@@ -27,7 +27,14 @@ from airflow_provider_volcano_argo.sandbox.volcano.rules import (
     resolve_action,
     with_defaults,
 )
-from airflow_provider_volcano_argo.sandbox.volcano.status import count_pods, job_status, pod_phase, restarts
+from airflow_provider_volcano_argo.sandbox.volcano.status import (
+    KILLING_PHASES,
+    count_pods,
+    job_status,
+    kill_counts,
+    pod_phase,
+    restarts,
+)
 
 if TYPE_CHECKING:
     from airflow_provider_volcano_argo.sandbox.emulation.cluster import Cluster
@@ -40,11 +47,14 @@ class VolcanoJobController(Controller):
 
     name = "volcano-job-controller"
 
-    def __init__(self, cluster: Cluster, time_scale: float = 1.0):
+    def __init__(self, cluster: Cluster, time_scale: float = 1.0, counts_retained_pods: bool = False):
         super().__init__(cluster.stop, resync_seconds=RESYNC_SECONDS * time_scale)
         self.cluster = cluster
         self.api = cluster.api
         self.time_scale = time_scale
+        # Volcano <= v1.10: killJob counted the pods it retained, so a Completed or Failed Job showed them in
+        # succeeded, failed and taskStatusCount; from v1.11 it counts none (volcano#4616). May change at run time.
+        self.counts_retained_pods = counts_retained_pods
         self.requests: dict[tuple[str, str], list[Request]] = defaultdict(list)
         self._in_flight: tuple[tuple[str, str] | None, list[Request]] = (None, [])
         self.lock = threading.Lock()
@@ -198,6 +208,10 @@ class VolcanoJobController(Controller):
                 self.actions.create_pods(job, status, pods)
         counts, per_task = count_pods(self.actions.current_pods(job), int(status.get("version", 0)))
         task_succeeded = {t: c.get("Succeeded", 0) for t, c in per_task.items()}
+        if phase in KILLING_PHASES and not self.counts_retained_pods:
+            last = int(status.get("retryCount", 0)) >= int(spec.get("maxRetry", 3)) - 1
+            retain = phase != "Restarting" or last  # restarting.go: PodRetainPhaseNone, soft at the last retry
+            counts, per_task = kill_counts(self.actions.current_pods(job), retain), {}
         new_phase = (
             phase
             if phase in TERMINAL

@@ -2,7 +2,7 @@
 
 Pod phases and restarts, counts per phase and per task, and the status itself. Follows volcano-sh/volcano
 ``pkg/controllers/job/job_controller_actions.go`` (``classifyAndAddUpPodBaseOnPhase``, ``calcPodStatus``, the status
-``syncJob`` and ``killJob`` write; pods of an older job version are not counted).
+``syncJob`` and ``killJob`` write; pods of an older job version are not counted; ``killPods``' counts).
 """
 
 from __future__ import annotations
@@ -55,6 +55,28 @@ def count_pods(pods: list[dict], version: int) -> tuple[Counts, dict[str, dict[s
     return counts, per_task
 
 
+#: Phases whose state runs ``KillJob`` on every sync (``state/restarting.go``, ``completing.go``, ``terminating.go``,
+#: ``aborting.go``, ``aborted.go``, ``finished.go``): their counts are those ``killPods`` writes.
+KILLING_PHASES = frozenset(
+    {"Restarting", "Completing", "Terminating", "Aborting", "Aborted", "Completed", "Failed", "Terminated"}
+)
+
+
+def kill_counts(pods: list[dict], retain_finished: bool) -> Counts:
+    """Count as ``killPods`` does since Volcano v1.11 (volcano#4616).
+
+    Only the pods it kills or finds terminating count (``terminating``); retained Succeeded/Failed pods are
+    classified only when their deletion fails, which never happens here, so ``succeeded``, ``failed`` and the
+    per-task counts stay 0 and empty.
+    """
+    counts = Counts()
+    for pod in pods:
+        retained = retain_finished and pod_phase(pod) in ("Succeeded", "Failed")
+        if not retained:
+            counts.terminating += 1
+    return counts
+
+
 def job_status(job: dict, status: dict, phase: str, counts: Counts, per_task: dict[str, dict[str, int]]) -> dict:
     """Return the Job's new status: ``phase`` (a new transition time and condition when it changed) and counts."""
     old = job.get("status") or {}
@@ -66,7 +88,7 @@ def job_status(job: dict, status: dict, phase: str, counts: Counts, per_task: di
         conditions = [c for c in conditions if c.get("status") != phase] + [
             {"status": phase, "lastTransitionTime": now}
         ]
-    return {
+    status_out = {
         "state": state,
         "minAvailable": int(job["spec"]["minAvailable"]),
         "pending": counts.pending,
@@ -77,7 +99,10 @@ def job_status(job: dict, status: dict, phase: str, counts: Counts, per_task: di
         "unknown": counts.unknown,
         "version": int(status.get("version", 0)),
         "retryCount": int(status.get("retryCount", 0)),
-        "taskStatusCount": {t: {"phase": c} for t, c in per_task.items()},
+        "taskStatusCount": {t: {"phase": c} for t, c in per_task.items()},  # omitempty: dropped below when empty
         "controlledResources": status.get("controlledResources", {}),
         "conditions": conditions,
     }
+    if not per_task:
+        del status_out["taskStatusCount"]
+    return status_out

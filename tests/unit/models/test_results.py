@@ -9,6 +9,7 @@ from airflow_provider_volcano_argo.models.results import (
     failure_message,
     job_summary,
     summarize,
+    task_status_count,
     workflow_summary,
 )
 
@@ -207,3 +208,25 @@ def test_a_long_newest_line_is_cut_to_fit_a_small_share_not_dropped():
     for lines in bounded_tails(tails, budget=64 * 1024).values():
         assert lines[-1].startswith("z") and lines[-1].endswith(" bytes cut]")
         assert sum(len(line.encode()) for line in lines) <= 64 * 1024 // 200
+
+
+def _pod(task: str, phase: str, deleting: bool = False) -> dict:
+    meta = {"labels": {"volcano.sh/task-spec": task}}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-12-05T08:00:00Z"
+    return {"metadata": meta, "status": {"phase": phase}}
+
+
+def test_per_task_results_come_from_every_pod_of_the_job_not_its_status():
+    pods = [_pod("mpimaster", "Succeeded"), _pod("mpiworker", "Running", deleting=True), _pod("mpiworker", "Failed")]
+    assert task_status_count(pods) == {"mpimaster": {"phase": {"Succeeded": 1}}, "mpiworker": {"phase": {"Failed": 1}}}
+    # Volcano >= v1.11: a Completed Job reports 0 and no taskStatusCount (volcano#4616); <= v1.10 counted its pods
+    current = {"metadata": {"name": "j"}, "status": {"state": {"phase": "Completed"}, "succeeded": 0}}
+    legacy = {"metadata": {"name": "j"}, "status": {**current["status"], "succeeded": 1, "failed": 1,
+              "taskStatusCount": task_status_count(pods)}}  # fmt: skip
+    for job in (current, legacy):
+        summary = job_summary(job, pods)
+        assert summary["task_status_count"] == task_status_count(pods)
+        assert (summary["succeeded"], summary["failed"]) == (1, 1)
+    assert job_summary(legacy)["task_status_count"] == task_status_count(pods)  # not listed: the status stands in
+    assert job_summary(current)["task_status_count"] == {}
