@@ -201,7 +201,7 @@ class PodRunner:
 
     def _lifecycle(self) -> None:
         self.report()
-        # image pull and sandbox creation (kuberuntime_manager.go SyncPod: EnsureImageExists before startContainer):
+        # image pull and sandbox creation (kuberuntime_container.go startContainer: EnsureImageExists first):
         # the pod stays Pending, its containers waiting, though the gang was admitted and the pod is bound
         if self.creating_seconds and self.stop.wait(self.creating_seconds):
             return
