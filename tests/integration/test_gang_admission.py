@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
-from tests.integration.helpers import run_dag, xcom_result
+from tests.integration.helpers import phase_of, run_dag, volcano_job, wait_for, xcom_result
 from tests.integration.reliability import leftovers
 
 pytestmark = pytest.mark.integration
@@ -57,3 +57,27 @@ def test_restarted_gang_pulling_images_is_not_failed_by_schedule_timeout(sandbox
     # the scenario happened: the restarted Job was Pending again with no pod started (its clock is the attempt's)
     assert ("Pending", 1, 0) in seen
     assert leftovers(sandbox, mpi_namespace)[0] == 0
+
+
+def test_an_admitted_gang_pulling_images_has_its_podgroup_running_and_its_pods_pending(sandbox, sandbox_namespace):
+    ns = sandbox_namespace
+    sandbox.kubelet.container_creating_seconds = IMAGE_PULL_SECONDS
+    try:
+        job = sandbox.api.create("vcjobs", volcano_job("pulling", workers=1), ns)
+        group = f"pulling-{job['metadata']['uid']}"
+
+        def scheduled_not_started():
+            pg = sandbox.api.get_or_none("podgroups", group, ns) or {}
+            pods = sandbox.api.list("pods", ns, "volcano.sh/job-name=pulling")["items"]
+            if (pg.get("status") or {}).get("phase") != "Running" or len(pods) != 2:
+                return None
+            return pods if all(p["spec"].get("nodeName") and p["status"]["phase"] == "Pending" for p in pods) else None
+
+        pods = wait_for(scheduled_not_started, 30, what="PodGroup Running while its bound pods pull images")
+        waiting = [c["state"]["waiting"]["reason"] for p in pods for c in p["status"].get("containerStatuses", [])]
+        assert waiting and set(waiting) == {"ContainerCreating"}
+        job = sandbox.api.get("vcjobs", "pulling", ns)["status"]
+        assert job["state"]["phase"] == "Pending" and job.get("running", 0) == 0
+    finally:
+        sandbox.kubelet.container_creating_seconds = 0.0
+    wait_for(lambda: phase_of(sandbox.api, "vcjobs", "pulling", ns) == "Completed", 60, what="job Completed")
