@@ -2,7 +2,8 @@
 
 Where they are kept is the follower's: the operator's on its Workflow (an annotation, read back with the Workflow
 watch's first list), a sensor's trigger in an XCom of its task instance. The keeper runs while the follower
-follows and drains its logs, stores on the way out of a cancelled follower, and once more at the end.
+follows and drains its logs, and stores on the way out of a cancelled follower; not at the end (the event
+carries the cursors).
 """
 
 from __future__ import annotations

@@ -67,9 +67,10 @@ class FollowLoop(abc.ABC):
                 await self.keeper.save_on_the_way_out()
             raise
         finally:
-            await _stopped(keeping)  # whatever ended the follow: no store after it
-        if self.keeper is not None:  # so that a trigger run again (its event lost) repeats nothing either
-            await self.keeper.save()
+            # Whatever ended the follow: no store after it. Not even at the end: the event carries the cursors,
+            # and one PATCH less per run keeps the per-run list of the Jobs' pods within the API budget; a trigger
+            # run again because its event was lost (a hard kill in between) repeats what a hard kill repeats.
+            await _stopped(keeping)
         return outcome
 
     async def _watch(self) -> FollowOutcome:
