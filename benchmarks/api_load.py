@@ -195,7 +195,7 @@ def main() -> None:
         f"ours without log: {len(early)} requests in the first 15 s ("
         + ", ".join(f"{k} {sum(r['kind'] == k for r in early)}" for k in KINDS if any(r["kind"] == k for r in early))
         + f"), {len(patches)} PATCH of the Workflow's log-cursor annotation (when they moved, at most every "
-        f"`CURSOR_SAVE_SECONDS` = {save_seconds:g} s, and once at the end; at "
+        f"`CURSOR_SAVE_SECONDS` = {save_seconds:g} s; none at the end: the event carries them; at "
         + ", ".join(f"+{r['at'] - started:.0f} s" for r in patches)
         + ")"
     )
