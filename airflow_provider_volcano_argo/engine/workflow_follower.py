@@ -35,6 +35,7 @@ from airflow_provider_volcano_argo.models.follow import (
     follows_job,
     jobs_outliving,
     outliving_line,
+    owned_by,
 )
 from airflow_provider_volcano_argo.models.log_cursor import CursorBook
 from airflow_provider_volcano_argo.models.names import CURSOR_ANNOTATION, VOLCANO_JOB_NAME_LABEL, podgroup_name
