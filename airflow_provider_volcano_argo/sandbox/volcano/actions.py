@@ -16,10 +16,9 @@ from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException
 from airflow_provider_volcano_argo.sandbox.kubelet.resources import pod_requests
 from airflow_provider_volcano_argo.sandbox.volcano.plugins import controlled_resources, mutate_pod, plugin_resources
 from airflow_provider_volcano_argo.sandbox.volcano.rules import (
-    FINISHING,
     OUT_OF_SYNC,
-    TERMINAL,
     gang_resources,
+    phase_action,
     pod_name,
 )
 from airflow_provider_volcano_argo.sandbox.volcano.status import pod_phase
@@ -51,31 +50,29 @@ class JobActions:
             and any(r.get("uid") == meta["uid"] for r in p["metadata"].get("ownerReferences", []))
         ]
 
-    def execute(self, job: dict, status: dict, phase: str, action: str) -> tuple[str, dict]:
-        """Execute ``action`` in the Job's ``phase`` (``state/*.go``); return the new phase and status."""
-        if phase in TERMINAL:
-            return phase, status
-        pods = self.current_pods(job)
-        if action in ("RestartJob", "RestartTask", "RestartPod", "ResumeJob"):
-            if action == "ResumeJob" and phase not in ("Aborting", "Aborted"):
-                return phase, status
-            # killJob runs before retryCount++ (state/*.go): the last retry keeps finished pods for their logs
-            last = int(status.get("retryCount", 0)) >= int(job["spec"].get("maxRetry", 3)) - 1
-            self.kill(job, status, pods, retain_finished=last or action == "ResumeJob")
-            status["retryCount"] = int(status.get("retryCount", 0)) + 1
-            return "Restarting", status
-        if action in FINISHING and phase not in FINISHING.values():
-            self.kill(job, status, pods, retain_finished=True)
-            return FINISHING[action], status
-        return phase, status
+    def execute(self, job: dict, status: dict, phase: str, action: str) -> tuple[str, dict, list[str]]:
+        """Execute ``action`` in the Job's ``phase`` as that phase's state does (``state/*.go: Execute``).
 
-    def kill(self, job: dict, status: dict, pods: list[dict], retain_finished: bool) -> None:
+        Return the new phase, the status and the names of the pods killed now.
+        """
+        step = phase_action(phase, action)
+        if step.kill is None:
+            return phase, status, []
+        # killPods: at the last retry (retryCount >= maxRetry-1, before retryCount++) finished pods are kept
+        last = int(status.get("retryCount", 0)) >= int(job["spec"].get("maxRetry", 3)) - 1
+        killed = self.kill(job, status, self.current_pods(job), retain_finished=last or step.kill == "soft")
+        if step.retry:
+            status["retryCount"] = int(status.get("retryCount", 0)) + 1
+        return step.phase or phase, status, killed
+
+    def kill(self, job: dict, status: dict, pods: list[dict], retain_finished: bool) -> list[str]:
         """Kill the Job as killJob does.
 
         Mark and delete its pods (keeping finished ones when soft), drop the plugin resources and the PodGroup,
-        and bump the version when there was something to kill.
+        and bump the version when there was something to kill. Return the names of the pods deleted now.
         """
         killed = False
+        deleted: list[str] = []
         for pod in pods:
             if pod["metadata"].get("deletionTimestamp"):
                 continue
@@ -88,6 +85,7 @@ class JobActions:
                 )
                 self.api.delete("pods", meta["name"], meta["namespace"])
                 killed = True
+                deleted.append(meta["name"])
             except ApiException as exc:
                 log.debug("deleting %s: %s", meta["name"], exc)
         meta = job["metadata"]
@@ -100,6 +98,7 @@ class JobActions:
         if killed:
             status["version"] = int(status.get("version", 0)) + 1
         status["controlledResources"] = {}
+        return deleted
 
     def ensure_group_and_plugins(self, job: dict, status: dict) -> None:
         """Create the plugins' resources and the Job's PodGroup (createOrUpdatePodGroup) where missing."""

@@ -24,7 +24,8 @@ from airflow_provider_volcano_argo.sandbox.volcano.rules import (
     Counts,
     Request,
     next_phase,
-    resolve_action,
+    phase_action,
+    request_action,
     with_defaults,
 )
 from airflow_provider_volcano_argo.sandbox.volcano.status import (
@@ -109,7 +110,7 @@ class VolcanoJobController(Controller):
             return
         if kind == "DELETED":
             if pod["metadata"].get("annotations", {}).get(OUT_OF_SYNC) != "true":
-                self._add_request(key, Request("PodEvicted", task))
+                self._add_request(key, Request("PodEvicted", task, version=version))
             self.enqueue(key)
             return
         new_phase = pod_phase(pod)
@@ -117,13 +118,13 @@ class VolcanoJobController(Controller):
         if new_phase != old_phase and new_phase == "Failed":
             statuses = (pod.get("status") or {}).get("containerStatuses") or [{}]
             code = int(((statuses[0].get("state") or {}).get("terminated") or {}).get("exitCode", 0))
-            self._add_request(key, Request("PodFailed", task, code))
+            self._add_request(key, Request("PodFailed", task, code, version=version))
         log.debug("pod %s: %s -> %s", pod["metadata"]["name"], old_phase, new_phase)
         if new_phase != old_phase and new_phase == "Succeeded" and job_obj and self._task_completed(job_obj, task):
-            self._add_request(key, Request("TaskCompleted", task))
+            self._add_request(key, Request("TaskCompleted", task, version=version))
         if new_phase in ("Running", "Pending") and job_obj and restarts(pod) > (restarts(old) if old else 0):
             if self._task_failed(job_obj, task):
-                self._add_request(key, Request("TaskFailed", task))
+                self._add_request(key, Request("TaskFailed", task, version=version))
         self.enqueue(key)
 
     def _task_pods(self, job: dict, task: str) -> list[dict]:
@@ -189,24 +190,37 @@ class VolcanoJobController(Controller):
         with self.lock:
             pending = self.requests.pop(key, [])
         self._in_flight = (key, pending)
+        killed: set[str] = set()
         for request in pending:
-            action = resolve_action(spec, request)
+            # applyPolicies runs when the request is handled: an earlier request of this batch may have killed the
+            # attempt (version++), so a second eviction of the same drain only syncs (one retry per restart)
+            action = request_action(spec, request, int(status.get("version", 0)))
             log.debug("job %s/%s in %s: %s -> %s", key[0], key[1], phase, request, action)
             if action != "SyncJob":
                 self.cluster.record_event(
                     job, "Normal", "ExecuteAction", f"Start to execute action {action} ", COMPONENT
                 )
-                phase, status = self.actions.execute(job, status, phase, action)
+                phase, status, names = self.actions.execute(job, status, phase, action)
+                killed.update(names)
         pods = self.actions.current_pods(job)
-        if phase in TERMINAL:
-            self.actions.kill(job, status, pods, retain_finished=True)
-        elif phase in ("Pending", "Running"):
-            # pending.go and running.go both SyncJob: a task whose dependsOn was not met yet gets its pods while
-            # the job runs (volcano-mpi-master-after-workers: the master, once the workers are Running)
+        if phase_action(phase, "SyncJob").kill is not None:
+            # completing.go, terminating.go, aborting.go, aborted.go, finished.go: a sync kills softly too
+            killed.update(self.actions.kill(job, status, pods, retain_finished=True))
+        elif phase in ("Pending", "Running", "Restarting"):
+            # pending.go, running.go and restarting.go all SyncJob: a task whose dependsOn was not met yet gets its
+            # pods while the job runs, and a restarting job's new pods are created once its PodGroup is admitted
+            # again, while killed pods may still be terminating
             self.actions.ensure_group_and_plugins(job, status)
             if self.actions.group_admitted(job):
                 self.actions.create_pods(job, status, pods)
-        counts, per_task = count_pods(self.actions.current_pods(job), int(status.get("version", 0)))
+        # killPods counts what it just deleted as terminating, whether or not the informer has seen it yet
+        pods = [
+            {**p, "metadata": {**p["metadata"], "deletionTimestamp": "killed"}}
+            if p["metadata"]["name"] in killed and not p["metadata"].get("deletionTimestamp")
+            else p
+            for p in self.actions.current_pods(job)
+        ]
+        counts, per_task = count_pods(pods, int(status.get("version", 0)))
         task_succeeded = {t: c.get("Succeeded", 0) for t, c in per_task.items()}
         if phase in KILLING_PHASES and not self.counts_retained_pods:
             last = int(status.get("retryCount", 0)) >= int(spec.get("maxRetry", 3)) - 1

@@ -50,6 +50,7 @@ class Request:
     task: str = ""
     exit_code: int = 0
     action: str = ""  # set for commands, which carry their action
+    version: int = 0  # the job version of the pod that raised it (its volcano.sh/job-version annotation)
 
 
 def resolve_action(spec: dict, request: Request) -> str:
@@ -70,6 +71,49 @@ def resolve_action(spec: dict, request: Request) -> str:
         if code and request.event == "PodFailed" and code == request.exit_code:
             return policy["action"]
     return "SyncJob"
+
+
+def request_action(spec: dict, request: Request, job_version: int) -> str:
+    """Return the action for ``request`` as ``applyPolicies`` resolves it when the request is processed.
+
+    A command's action always counts; a pod event from an older job version (a pod of an attempt already killed)
+    only syncs (``job_controller_util.go: applyPolicies``: ``req.JobVersion < job.Status.Version``).
+    """
+    if not request.action and request.version < job_version:
+        return "SyncJob"
+    return resolve_action(spec, request)
+
+
+RESTARTS = ("RestartJob", "RestartTask", "RestartPod", "RestartPartition")
+
+
+@dataclass(frozen=True)
+class PhaseAction:
+    """What a phase's state does with an action (``state/*.go: Execute``).
+
+    ``kill``: None syncs (``SyncJob``), else ``"none"`` or ``"soft"`` (killJob's ``PodRetainPhase``); ``phase``: the
+    phase set at once, None when the phase's own update rule decides; ``retry``: whether ``retryCount`` grows.
+    """
+
+    kill: str | None
+    phase: str | None = None
+    retry: bool = False
+
+
+def phase_action(phase: str, action: str) -> PhaseAction:
+    """Return what the ``state/*.go`` of ``phase`` does with ``action``."""
+    if phase in ("Pending", "Running", ""):
+        if action in RESTARTS:
+            return PhaseAction("none", "Restarting", retry=True)
+        if action in FINISHING:
+            return PhaseAction("soft", FINISHING[action])
+        return PhaseAction(None)
+    if phase == "Restarting":  # restarting.go: no RetryCount++, whatever the action
+        return PhaseAction(None) if action == "SyncJob" else PhaseAction("none")
+    if phase in ("Aborting", "Aborted") and action == "ResumeJob":
+        return PhaseAction("soft", "Restarting", retry=True)
+    # completing.go, terminating.go, aborting.go, aborted.go, finished.go: every action kills softly
+    return PhaseAction("soft")
 
 
 @dataclass
@@ -96,10 +140,10 @@ def next_phase(phase: str, spec: dict, counts: Counts, retry_count: int, task_su
         if counts.pending + counts.running + counts.terminating == 0:
             return FINISHED[phase]
         return phase
-    if phase == "Restarting":
+    if phase == "Restarting":  # restarting.go: restartingUpdateStatus
         if retry_count >= int(spec.get("maxRetry", 3)):
             return "Failed"
-        if counts.terminating == 0 and counts.pending + counts.running == 0:
+        if total - counts.terminating >= min_available:
             return "Pending"
         return phase
     if phase == "Pending":

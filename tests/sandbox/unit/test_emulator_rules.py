@@ -19,8 +19,11 @@ from airflow_provider_volcano_argo.sandbox.argo.rules import (
 from airflow_provider_volcano_argo.sandbox.kubelet.shell import hello_lines, logical_lines
 from airflow_provider_volcano_argo.sandbox.volcano.rules import (
     Counts,
+    PhaseAction,
     Request,
     next_phase,
+    phase_action,
+    request_action,
     resolve_action,
     with_defaults,
 )
@@ -122,6 +125,7 @@ def test_policies_task_first_then_job_then_sync():
         ("Running", Counts(succeeded=1, failed=2), 0, "Failed"),
         ("Restarting", Counts(terminating=1), 1, "Restarting"),
         ("Restarting", Counts(), 1, "Pending"),
+        ("Restarting", Counts(pending=3), 1, "Pending"),  # restarting.go: total - terminating >= minAvailable
         ("Restarting", Counts(), 3, "Failed"),
         ("Completing", Counts(terminating=2), 0, "Completing"),
         ("Completing", Counts(succeeded=1), 0, "Completed"),
@@ -132,6 +136,42 @@ def test_policies_task_first_then_job_then_sync():
 def test_phase_transitions(phase, counts, retries, expected):
     succeeded = {"mpimaster": min(counts.succeeded, 1), "mpiworker": max(counts.succeeded - 1, 0)}
     assert next_phase(phase, SPEC, counts, retries, succeeded) == expected
+
+
+def test_restarting_goes_pending_once_enough_pods_are_not_terminating():
+    spec = {**SPEC, "minAvailable": 2}
+    assert next_phase("Restarting", spec, Counts(terminating=1), 1, {}) == "Pending"
+    assert next_phase("Restarting", spec, Counts(terminating=2), 1, {}) == "Restarting"
+
+
+@pytest.mark.parametrize(
+    ("phase", "action", "expected"),
+    [
+        ("Running", "RestartJob", PhaseAction("none", "Restarting", retry=True)),
+        ("Pending", "RestartTask", PhaseAction("none", "Restarting", retry=True)),
+        ("Running", "CompleteJob", PhaseAction("soft", "Completing")),
+        ("Running", "ResumeJob", PhaseAction(None)),
+        ("Running", "SyncJob", PhaseAction(None)),
+        ("Restarting", "SyncJob", PhaseAction(None)),
+        ("Restarting", "RestartJob", PhaseAction("none")),  # no second retry
+        ("Restarting", "CompleteJob", PhaseAction("none")),  # a TaskCompleted while restarting completes nothing
+        ("Completing", "RestartJob", PhaseAction("soft")),  # an eviction while completing restarts nothing
+        ("Terminating", "SyncJob", PhaseAction("soft")),
+        ("Aborting", "ResumeJob", PhaseAction("soft", "Restarting", retry=True)),
+        ("Aborted", "ResumeJob", PhaseAction("soft", "Restarting", retry=True)),
+        ("Aborted", "RestartJob", PhaseAction("soft")),
+        ("Completed", "RestartJob", PhaseAction("soft")),
+    ],
+)
+def test_each_phase_handles_only_its_own_actions(phase, action, expected):
+    assert phase_action(phase, action) == expected
+
+
+def test_requests_of_an_older_job_version_only_sync():
+    evicted = Request("PodEvicted", "mpiworker", version=1)
+    assert request_action(SPEC, evicted, job_version=1) == "RestartJob"
+    assert request_action(SPEC, evicted, job_version=2) == "SyncJob"
+    assert request_action(SPEC, Request("CommandIssued", action="AbortJob"), job_version=2) == "AbortJob"
 
 
 def test_mpi_shell_subset():
