@@ -64,7 +64,7 @@ def volcano_job(
             {
                 "name": "mpiworker",
                 "image": "volcanosh/example-mpi:0.0.3",
-                "command": ["/bin/sh", "-c", "/usr/sbin/sshd -D"],
+                "command": ["/bin/sh", "-c", "exec /usr/sbin/sshd -D"],  # sshd as PID 1: ends on SIGTERM
                 "resources": {"requests": {"cpu": cpu}},
             }
         ],

@@ -51,6 +51,10 @@ class KubectlProgram(Program):
         for line in lines:
             if ctx.stopped.is_set():
                 return 137
+            if line.startswith("exec "):
+                # kubectl replaces bash as PID 1; a Go program exits on SIGTERM (bash as PID 1 ignores it)
+                ctx.handles_sigterm = True
+                line = line[len("exec ") :]
             if line.startswith("echo "):
                 text = " ".join(shlex.split(line)[1:]).replace("$POD", pod_name).replace("${POD}", pod_name)
                 if follow and "Pod phase" in text:

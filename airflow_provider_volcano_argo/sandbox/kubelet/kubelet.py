@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_volcano_argo.sandbox.emulation.cluster import Cluster, bind_pod, now_rfc3339
 from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException
 from airflow_provider_volcano_argo.sandbox.kubelet.logstore import CONTAINER_LOG_MAX_SIZE, LogServer, LogStore
-from airflow_provider_volcano_argo.sandbox.kubelet.pods import PodRunner
+from airflow_provider_volcano_argo.sandbox.kubelet.pods import PodRunner, grace_seconds
 from airflow_provider_volcano_argo.sandbox.kubelet.programs import ProgramRegistry
 from airflow_provider_volcano_argo.sandbox.kubelet.resources import fits, node_capacity, pod_requests
 
@@ -29,8 +29,8 @@ log = logging.getLogger(__name__)
 class Kubelet:
     """Runs every pod bound to its nodes.
 
-    ``programs`` scripts container behaviour; the ``fail_container``, ``evict_pod``, ``delete_pod`` and
-    ``set_node_capacity`` methods inject faults.
+    ``programs`` scripts container behaviour; the ``fail_container``, ``evict_pod``, ``evict_for_pressure``,
+    ``delete_pod`` and ``set_node_capacity`` methods inject faults.
     """
 
     def __init__(
@@ -55,6 +55,7 @@ class Kubelet:
         cert, key = pki.serving("kubelet")
         self.server = LogServer(self.logs, cert, key)
         self.runners: dict[tuple[str, str], PodRunner] = {}
+        self.terminating: set[str] = set()  # uids of pods whose graceful deletion is under way
         self.lock = threading.RLock()
         self.wake = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="kubelet", daemon=True)
@@ -168,15 +169,27 @@ class Kubelet:
                 self.logs.forget_pod(*key)
 
     def _finalize(self, pod: dict, runner: PodRunner | None) -> None:
-        """Graceful deletion: stop the containers, then confirm with a zero grace period."""
+        """Graceful deletion: stop the containers within the pod's grace period, then confirm with a zero one.
+
+        Runs on a thread of its own, so one pod's grace period holds up no other pod.
+        """
+        uid = pod["metadata"]["uid"]
+        if uid in self.terminating:
+            return
+        self.terminating.add(uid)
+        threading.Thread(target=self._terminate, args=(pod, runner), name=f"kill-{uid}", daemon=True).start()
+
+    def _terminate(self, pod: dict, runner: PodRunner | None) -> None:
         meta = pod["metadata"]
-        if runner is not None:
-            runner.kill()
-            runner.thread.join(5)
         try:
+            if runner is not None:
+                runner.terminate(grace_seconds(pod) * self.time_scale)
+                runner.thread.join(5)
             self.api.delete("pods", meta["name"], meta["namespace"], grace_period_seconds=0)
-        except ApiException as exc:
+        except Exception as exc:  # gone already, or the API server restarting: the next pass retries
             log.debug("finalizing %s: %s", meta["name"], exc)
+        finally:
+            self.terminating.discard(meta["uid"])
 
     def _schedule(self, pod: dict, pods: list[dict]) -> None:
         """kube-scheduler's part for non-Volcano pods: bind to the first node with room."""
@@ -203,6 +216,18 @@ class Kubelet:
         """Evict through the Eviction API (as ``kubectl drain``): the API server deletes the pod."""
         body = {"apiVersion": "policy/v1beta1", "kind": "Eviction", "metadata": {"name": pod, "namespace": namespace}}
         self.api.request("POST", f"/api/v1/namespaces/{namespace}/pods/{pod}/eviction", body=body)
+
+    def evict_for_pressure(self, namespace: str, pod: str, resource: str = "memory") -> None:
+        """Evict as the kubelet's eviction manager does when the node runs low on ``resource``.
+
+        The containers are killed and the pod ends Failed, reason Evicted, but stays (Volcano sees PodFailed, not
+        PodEvicted: ``job_controller_handler.go`` raises PodEvicted only from deletePod).
+        """
+        with self.lock:
+            runner = self.runners.get((namespace, pod))
+        if runner is None:
+            raise LookupError(f"no pod {namespace}/{pod} running on this kubelet")
+        runner.evict(f"The node was low on resource: {resource}. ")
 
     def delete_pod(self, namespace: str, pod: str) -> None:
         self.api.delete("pods", pod, namespace)

@@ -23,6 +23,19 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+MINIMUM_GRACE_SECONDS = 2.0  # kuberuntime_manager.go: minimumGracePeriodInSeconds
+
+
+def grace_seconds(pod: dict) -> float:
+    """Return the grace period the kubelet gives a deleted pod's containers (``killContainer``).
+
+    The deletion's ``deletionGracePeriodSeconds``, else the spec's ``terminationGracePeriodSeconds``, at least 2 s.
+    """
+    grace = pod["metadata"].get("deletionGracePeriodSeconds")
+    if grace is None:
+        grace = pod["spec"].get("terminationGracePeriodSeconds", MINIMUM_GRACE_SECONDS)
+    return max(float(grace), MINIMUM_GRACE_SECONDS)
+
 
 @dataclass
 class ContainerRun:
@@ -92,6 +105,39 @@ class PodRunner:
                     run.context.stopped.set()
         self.changed.set()
 
+    def terminate(self, grace: float) -> None:
+        """Stop the pod as the kubelet does on deletion (``kuberuntime_container.go: killContainer``).
+
+        SIGTERM to each container's PID 1 (containerd ``StopContainer``), then SIGKILL to whatever still runs after
+        ``grace`` seconds; no container is restarted meanwhile.
+        """
+        self.stop.set()
+        with self.lock:
+            contexts = [r.context for r in self.init + self.main if r.context]
+        for context in contexts:
+            context.sigterm()
+        self.changed.set()
+        deadline = time.monotonic() + grace
+        for context in contexts:
+            context.exited.wait(max(deadline - time.monotonic(), 0))
+        with self.lock:
+            for run in self.init + self.main:
+                if run.context:
+                    run.context.sigkill()
+        self.changed.set()
+
+    def evict(self, message: str) -> None:
+        """Evict under node pressure (``eviction_manager.go: evictPod``).
+
+        Kill every container at once (a hard threshold's grace override is 0) and end the pod Failed, reason Evicted;
+        the pod is not deleted.
+        """
+        with self.lock:
+            self.reason, self.message = "Evicted", message
+        self.terminate(0.0)
+        self.thread.join(10)
+        self._end("Failed")
+
     def fail_container(self, name: str, exit_code: int) -> bool:
         with self.lock:
             for run in self.init + self.main:
@@ -123,6 +169,9 @@ class PodRunner:
             code = 2
         if context._fail_code:
             code = context._fail_code[-1]
+        if context.killed:
+            code = 137  # 128 + SIGKILL
+        context.exited.set()
         instance.finish()
         with self.lock:
             run.ready = False

@@ -33,6 +33,22 @@ class ContainerContext:
     restart_count: int = 0
     termination_message: str = ""  # what the program wrote to /dev/termination-log (the terminated state's message)
     _fail_code: list[int] = field(default_factory=list)
+    # whether the container's PID 1 acts on SIGTERM: a default-action signal sent to a PID namespace's init is
+    # dropped by the kernel (kernel/signal.c: sig_task_ignored, SIGNAL_UNKILLABLE), so a shell left as PID 1
+    # ignores it and the kubelet's grace period runs out; programs set it when they install a handler or are exec'ed
+    handles_sigterm: bool = False
+    killed: bool = False
+    exited: threading.Event = field(default_factory=threading.Event)
+
+    def sigterm(self) -> None:
+        """Deliver SIGTERM to PID 1 (containerd's StopContainer): it stops the program only if it handles it."""
+        if self.handles_sigterm:
+            self.stopped.set()
+
+    def sigkill(self) -> None:
+        """Deliver SIGKILL once the grace period has run out: the program stops whatever it does (exit code 137)."""
+        self.killed = True
+        self.stopped.set()
 
     @property
     def namespace(self) -> str:
@@ -139,6 +155,7 @@ class ScriptedProgram(Program):
     exit_code: int = 0
     exit_codes: list[int] | None = None
     stamped_early: tuple[int, ...] = ()
+    ignores_sigterm: bool = False  # as a shell left as PID 1 does: a kill then waits the whole grace period
 
     def _lines(self):
         if self.lines is not None:
@@ -148,6 +165,7 @@ class ScriptedProgram(Program):
             yield text.ljust(self.line_bytes, "x") if self.line_bytes else text
 
     def run(self, ctx: ContainerContext) -> int:
+        ctx.handles_sigterm = not self.ignores_sigterm
         started = time.monotonic()
         early: int | None = None
         for n, text in enumerate(self._lines()):

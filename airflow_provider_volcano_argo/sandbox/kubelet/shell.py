@@ -3,7 +3,9 @@ r"""A tiny ``sh -c`` interpreter for the scripts of ``volcanosh/example-mpi`` co
 Supported, line by line (with ``\`` continuations): ``VAR=value``, ``VAR=$(cat FILE | tr "\n" ",")``,
 ``VAR=$(sed 's/$/:N/' FILE | tr "\n" ",")``, ``echo`` with ``$VAR`` / ``${VAR}`` expansion, ``mkdir``,
 ``/usr/sbin/sshd`` (starts, no output), ``/usr/sbin/sshd -D`` (runs until the container is stopped),
-``sleep N``, ``exit N``, and ``mpiexec [--host H1,H2] -np N mpi_hello_world``, which prints one line per rank as
+``sleep N``, ``exit N``, ``exec COMMAND`` (COMMAND replaces the shell as PID 1, so it receives the kubelet's
+SIGTERM: sshd and mpiexec end on it, ``sleep`` does not; without ``exec`` the shell stays PID 1 and SIGTERM is
+lost), and ``mpiexec [--host H1,H2] -np N mpi_hello_world``, which prints one line per rank as
 the upstream example's expected output shows:
 ``Hello world from processor <host>, rank <r> out of <N> processors``. Anything else: ``sh: 1: X: not found``,
 exit 127.
@@ -87,6 +89,12 @@ class ShellProgram(Program):
             variables[name] = expand(value, variables)
             return None
         words = shlex.split(expand(line, variables))
+        if words[0] == "exec" and len(words) > 1:
+            # exec replaces the shell: COMMAND is now PID 1 and handles SIGTERM as it does; the script ends with it
+            words = words[1:]
+            ctx.handles_sigterm = words[0] != "sleep"  # coreutils sleep keeps SIGTERM's default action
+            code = self._line(ctx, shlex.join(words), variables)
+            return 0 if code is None else code
         command = words[0]
         if command == "echo":
             ctx.write(" ".join(w for w in words[1:] if w != "-e"))

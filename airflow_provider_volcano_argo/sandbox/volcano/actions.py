@@ -31,6 +31,14 @@ log = logging.getLogger(__name__)
 COMPONENT = "vc-controller-manager"
 
 
+def dependency_ready(pod: dict) -> bool:
+    """Tell whether a pod counts for a dependent task (``isDependsOnPodsReady``): Succeeded, or Running and Ready."""
+    status = pod.get("status") or {}
+    if status.get("phase") == "Succeeded":
+        return True
+    return status.get("phase") == "Running" and all(c.get("ready") for c in status.get("containerStatuses") or [])
+
+
 class JobActions:
     """Act on the objects of Volcano Jobs: their PodGroups, plugin resources and pods."""
 
@@ -161,7 +169,7 @@ class JobActions:
         return phase not in ("", "Pending")
 
     def create_pods(self, job: dict, status: dict, pods: list[dict]) -> None:
-        """Create each task's missing pods (syncJob), a task only once its ``dependsOn`` tasks are running."""
+        """Create each task's missing pods (syncJob), a task only once its ``dependsOn`` tasks are ready."""
         meta, spec = job["metadata"], job["spec"]
         existing = {p["metadata"]["name"]: p for p in pods}
         for task in spec["tasks"]:
@@ -176,20 +184,23 @@ class JobActions:
 
     @staticmethod
     def _dependencies_ready(spec: dict, existing: dict, depends: list[str], rule: dict) -> bool:
-        """Tell whether the named tasks' pods are running (all of them, or any with ``iteration: any``)."""
+        """Tell whether the named tasks are ready (``waitDependsOnTaskMeetCondition``, ``isDependsOnPodsReady``).
+
+        A task is when at least its ``minAvailable`` pods are Succeeded, or Running with every container Ready;
+        all the named tasks must be, or any of them with ``iteration: any``.
+        """
         checks = []
         for dep in depends:
             task = next((t for t in spec["tasks"] if t["name"] == dep), None)
             if task is None:
                 return False
-            running = [
+            ready = [
                 p
                 for p in existing.values()
-                if p["metadata"]["labels"].get("volcano.sh/task-spec") == dep
-                and pod_phase(p) in ("Running", "Succeeded")
+                if p["metadata"]["labels"].get("volcano.sh/task-spec") == dep and dependency_ready(p)
             ]
-            checks.append(len(running) >= int(task["replicas"]))
-        return any(checks) if rule.get("iteration") == "any" else all(checks)
+            checks.append(len(ready) >= int(task.get("minAvailable", task["replicas"])))
+        return any(checks) if rule.get("iteration") == "any" and len(depends) > 1 else all(checks)
 
     def _create_pod(self, job: dict, status: dict, task: dict, index: int, name: str) -> None:
         meta, spec = job["metadata"], job["spec"]
