@@ -145,8 +145,10 @@ def airflow_username() -> str:
     return f"system:serviceaccount:{AIRFLOW_NAMESPACE}:{AIRFLOW_SERVICE_ACCOUNT}"
 
 
-def submit(sb, ns: str, job_name: str, workers: int = 1, cpu: str = "10m", memory: str = "16Mi") -> dict:
-    """Submit a Workflow from the shipped ``volcano-mpi`` template, with small gangs.
+def submit(
+    sb, ns: str, job_name: str, workers: int = 1, cpu: str = "10m", memory: str = "16Mi", template: str = "volcano-mpi"
+) -> dict:
+    """Submit a Workflow from the shipped ``volcano-mpi`` template (or ``template``), with small gangs.
 
     As ``argo submit --from workflowtemplate/...`` does (tests/integration/helpers.py ``submit_from_template``).
     """
@@ -164,10 +166,10 @@ def submit(sb, ns: str, job_name: str, workers: int = 1, cpu: str = "10m", memor
         "kind": "Workflow",
         "metadata": {
             "generateName": f"{job_name}-",
-            "labels": {"workflows.argoproj.io/workflow-template": "volcano-mpi"},
+            "labels": {"workflows.argoproj.io/workflow-template": template},
         },
         "spec": {
-            "workflowTemplateRef": {"name": "volcano-mpi"},
+            "workflowTemplateRef": {"name": template},
             "arguments": {"parameters": [{"name": k, "value": v} for k, v in parameters.items()]},
         },
     }

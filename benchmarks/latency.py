@@ -1,7 +1,9 @@
 """Completion latency: from a Volcano Job's terminal status in the API server to the trigger's event.
 
 Ours (watches) against polling the job with the same async hook every 10 s (cncf-kubernetes' ``KubernetesJobTrigger``
-default ``poll_interval``) and every 1 s, all three following the same job at the same time.
+default ``poll_interval``) and every 1 s, all three following the same job at the same time. Also the span before
+it, Completing -> Completed (the workers killed within their grace period), for the shipped template and for the
+same template with the upstream example's scripts (no ``exec``: a shell as PID 1 ignores SIGTERM).
 
     .venv/bin/python benchmarks/latency.py [--small] [--runs N]
 """
@@ -20,6 +22,20 @@ from benchlib import JOB_TERMINAL, JobPhaseWatch, job_phase, percentile, say
 
 GOAL_P50 = 0.2
 LATE_RUNS = 3
+SHELL_PID1_RUNS = 3
+SHELL_PID1 = "volcano-mpi-shell-pid1"
+
+
+def install_shell_pid1_template(sb, ns: str) -> None:
+    """Install ``volcano-mpi`` as the upstream example writes its scripts: no ``exec``, so sh stays PID 1."""
+    from airflow_provider_volcano_argo import templates
+
+    body = templates.workflow_template("volcano-mpi")
+    body["metadata"] = {"name": SHELL_PID1, "namespace": ns}
+    for step in body["spec"]["templates"]:
+        if "resource" in step:
+            step["resource"]["manifest"] = step["resource"]["manifest"].replace("exec ", "")
+    sb.apply(body)
 
 
 async def poll_until_terminal(ns: str, name: str, interval: float, offset: float) -> tuple[float, str, int]:
@@ -77,6 +93,8 @@ def main() -> None:
     from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
 
     ours: list[float] = []
+    completing: list[float] = []  # Completing -> Completed, shipped template
+    completing_pid1: list[float] = []  # the same, without exec
     poll10: list[float] = []
     poll1: list[float] = []
     problems: list[str] = []
@@ -86,6 +104,11 @@ def main() -> None:
         ns = benchlib.prepare_namespace(sb, "bench-latency")
         # the MPI master prints one line and exits: TaskCompleted -> CompleteJob
         sb.kubelet.programs.script(ScriptedProgram(lines=["done"]), namespace=ns, container="mpimaster")
+        install_shell_pid1_template(sb, ns)
+
+        def completing_span(name: str) -> float | None:
+            phases = watch.seen.get((ns, name), {})
+            return phases["Completed"] - phases["Completing"] if {"Completing", "Completed"} <= set(phases) else None
 
         async def one(i: int, warm_up: bool = False) -> None:
             name = "lat-warm-up" if warm_up else f"lat-{i:03d}"
@@ -112,6 +135,9 @@ def main() -> None:
             if status != "success":
                 problems.append(f"{name}: trigger status {status}")
             ours.append(t_ours - seen)
+            span = completing_span(name)
+            if span is not None:
+                completing.append(span)
             poll10.append(t_p10 - seen)
             poll1.append(t_p1 - seen)
             say(
@@ -144,12 +170,25 @@ def main() -> None:
             say(f"late start {i + 1}: event after {result['seconds']:.3f} s, status {result['status']}")
             await asyncio.to_thread(sb.api.delete, "workflows", wf_name, ns, "Foreground")
 
+        async def shell_pid1(i: int) -> None:
+            """Run once with workers that do not exec sshd: their kill at completion waits the whole grace period."""
+            name = f"lat-pid1-{i}"
+            wf = await asyncio.to_thread(benchlib.submit, sb, ns, name, template=SHELL_PID1)
+            await asyncio.to_thread(watch.wait_phase, ns, name, JOB_TERMINAL, 300)
+            span = completing_span(name)
+            if span is not None:
+                completing_pid1.append(span)
+            say(f"shell as PID 1, run {i + 1}: Completing -> Completed {span}")
+            await asyncio.to_thread(sb.api.delete, "workflows", wf["metadata"]["name"], ns, "Foreground")
+
         async def all_runs() -> None:
             await one(0, warm_up=True)  # imports, kubeconfig loading, first TLS handshakes: not counted
             for i in range(runs):
                 await one(i)
             for i in range(LATE_RUNS):
                 await late(i)
+            for i in range(SHELL_PID1_RUNS):
+                await shell_pid1(i)
 
         asyncio.run(all_runs())
 
@@ -186,6 +225,21 @@ def main() -> None:
     notes.append(
         "late start: after the job and its Workflow have ended, a fresh process (as a restarted triggerer) imports "
         "the trigger and runs it; time from `run()` to its event"
+    )
+    scale = sb.kubelet.time_scale
+    rows.append(
+        ["Completing -> Completed (workers killed), p50 / max",
+         f"{percentile(completing, 50):.3f} / {max(completing):.3f} s ({len(completing)} runs)",
+         "-", "-", "", ""]
+    )  # fmt: skip
+    rows.append(
+        [f"the same, scripts without `exec` (shell as PID 1, {len(completing_pid1)} runs)",
+         f"{percentile(completing_pid1, 50):.3f} / {max(completing_pid1):.3f} s", "-", "-", "", ""]
+    )  # fmt: skip
+    notes.append(
+        f"Completing -> Completed: between the watch first seeing each phase; grace periods run at time_scale {scale} "
+        f"(the default 30 s is {30 * scale:g} s here), so without `exec` a cluster waits about 30 s, not "
+        f"{30 * scale:g} s"
     )
     notes += [f"late start: {status}" for _, status in late_runs if status != "success"][:1]
     notes += problems
