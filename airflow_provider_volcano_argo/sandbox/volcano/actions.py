@@ -58,10 +58,10 @@ class JobActions:
             and any(r.get("uid") == meta["uid"] for r in p["metadata"].get("ownerReferences", []))
         ]
 
-    def execute(self, job: dict, status: dict, phase: str, action: str) -> tuple[str, dict, list[str]]:
+    def execute(self, job: dict, status: dict, phase: str, action: str) -> tuple[str, dict, list[dict]]:
         """Execute ``action`` in the Job's ``phase`` as that phase's state does (``state/*.go: Execute``).
 
-        Return the new phase, the status and the names of the pods killed now.
+        Return the new phase, the status and the pods killed now.
         """
         step = phase_action(phase, action)
         if step.kill is None:
@@ -73,14 +73,14 @@ class JobActions:
             status["retryCount"] = int(status.get("retryCount", 0)) + 1
         return step.phase or phase, status, killed
 
-    def kill(self, job: dict, status: dict, pods: list[dict], retain_finished: bool) -> list[str]:
+    def kill(self, job: dict, status: dict, pods: list[dict], retain_finished: bool) -> list[dict]:
         """Kill the Job as killJob does.
 
         Mark and delete its pods (keeping finished ones when soft), drop the plugin resources and the PodGroup,
-        and bump the version when there was something to kill. Return the names of the pods deleted now.
+        and bump the version when there was something to kill. Return the pods deleted now.
         """
         killed = False
-        deleted: list[str] = []
+        deleted: list[dict] = []
         for pod in pods:
             if pod["metadata"].get("deletionTimestamp"):
                 continue
@@ -93,7 +93,7 @@ class JobActions:
                 )
                 self.api.delete("pods", meta["name"], meta["namespace"])
                 killed = True
-                deleted.append(meta["name"])
+                deleted.append(pod)
             except ApiException as exc:
                 log.debug("deleting %s: %s", meta["name"], exc)
         meta = job["metadata"]

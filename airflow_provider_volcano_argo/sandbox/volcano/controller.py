@@ -190,7 +190,7 @@ class VolcanoJobController(Controller):
         with self.lock:
             pending = self.requests.pop(key, [])
         self._in_flight = (key, pending)
-        killed: set[str] = set()
+        killed: dict[str, dict] = {}
         for request in pending:
             # applyPolicies runs when the request is handled: an earlier request of this batch may have killed the
             # attempt (version++), so a second eviction of the same drain only syncs (one retry per restart)
@@ -200,12 +200,13 @@ class VolcanoJobController(Controller):
                 self.cluster.record_event(
                     job, "Normal", "ExecuteAction", f"Start to execute action {action} ", COMPONENT
                 )
-                phase, status, names = self.actions.execute(job, status, phase, action)
-                killed.update(names)
+                phase, status, gone = self.actions.execute(job, status, phase, action)
+                killed.update((p["metadata"]["name"], p) for p in gone)
         pods = self.actions.current_pods(job)
         if phase_action(phase, "SyncJob").kill is not None:
             # completing.go, terminating.go, aborting.go, aborted.go, finished.go: a sync kills softly too
-            killed.update(self.actions.kill(job, status, pods, retain_finished=True))
+            gone = self.actions.kill(job, status, pods, retain_finished=True)
+            killed.update((p["metadata"]["name"], p) for p in gone)
         elif phase in ("Pending", "Running", "Restarting"):
             # pending.go, running.go and restarting.go all SyncJob: a task whose dependsOn was not met yet gets its
             # pods while the job runs, and a restarting job's new pods are created once its PodGroup is admitted
@@ -213,12 +214,15 @@ class VolcanoJobController(Controller):
             self.actions.ensure_group_and_plugins(job, status)
             if self.actions.group_admitted(job):
                 self.actions.create_pods(job, status, pods)
-        # killPods counts what it just deleted as terminating, whether or not the informer has seen it yet
+        # killPods counts each pod it deleted as terminating, whether the informer still shows it or it is gone
+        # already (a container that ends on SIGTERM at once): the finishing phases wait for them for one sync
+        current = self.actions.current_pods(job)
+        names = {p["metadata"]["name"] for p in current}
         pods = [
             {**p, "metadata": {**p["metadata"], "deletionTimestamp": "killed"}}
             if p["metadata"]["name"] in killed and not p["metadata"].get("deletionTimestamp")
             else p
-            for p in self.actions.current_pods(job)
+            for p in current + [p for n, p in killed.items() if n not in names]
         ]
         counts, per_task = count_pods(pods, int(status.get("version", 0)))
         task_succeeded = {t: c.get("Succeeded", 0) for t, c in per_task.items()}
