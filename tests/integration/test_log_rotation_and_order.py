@@ -10,14 +10,13 @@ import json
 
 import pytest
 
-from airflow_provider_volcano_argo import templates
 from airflow_provider_volcano_argo.models.follow import FollowSpec
 from airflow_provider_volcano_argo.models.log_cursor import format_timestamp, parse_log_line
 from airflow_provider_volcano_argo.models.names import CURSOR_ANNOTATION
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
 from airflow_provider_volcano_argo.triggers.argo_workflow import ArgoWorkflowTrigger
 from tests.conftest import keep_for_secret_scan
-from tests.integration.helpers import capture_task_log, submit_from_template, wait_for
+from tests.integration.helpers import capture_task_log, install_mpi_templates, submit_from_template, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -35,12 +34,7 @@ def _master(**program) -> ScriptedProgram:
 @pytest.fixture
 def submit(sandbox, sandbox_namespace, monkeypatch):
     """Return a function that scripts the master, shrinks the node's ``containerLogMaxSize`` and submits the run."""
-    ns = sandbox_namespace
-    body = templates.workflow_template()
-    body["metadata"]["namespace"] = ns
-    sandbox.apply(body)
-    for doc in templates.argo_rbac(ns):
-        sandbox.apply(doc)
+    ns = install_mpi_templates(sandbox, sandbox_namespace)
     monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", sandbox.airflow_connection())
 
     def submit_run(program: ScriptedProgram, rotate_at: int | None) -> dict:

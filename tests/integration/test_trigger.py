@@ -11,12 +11,18 @@ import sys
 
 import pytest
 
-from airflow_provider_volcano_argo import templates
 from airflow_provider_volcano_argo.models.follow import FollowSpec
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
 from airflow_provider_volcano_argo.triggers.argo_workflow import ArgoWorkflowTrigger
 from tests.conftest import keep_for_secret_scan
-from tests.integration.helpers import capture_task_log, phase_of, stop_probe_mid_stream, submit_from_template, wait_for
+from tests.integration.helpers import (
+    capture_task_log,
+    install_mpi_templates,
+    phase_of,
+    stop_probe_mid_stream,
+    submit_from_template,
+    wait_for,
+)
 from tests.integration.reliability import leftovers
 
 pytestmark = pytest.mark.integration
@@ -27,12 +33,7 @@ def submitted(sandbox, sandbox_namespace, monkeypatch, request):
     """A running MPI Workflow from the shipped template, and the Airflow connection (least privilege); its
     master prints 40 lines at 10 per second unless the test asks for another pace (indirect parameter).
     """
-    ns = sandbox_namespace
-    body = templates.workflow_template()
-    body["metadata"]["namespace"] = ns
-    sandbox.apply(body)
-    for doc in templates.argo_rbac(ns):
-        sandbox.apply(doc)
+    ns = install_mpi_templates(sandbox, sandbox_namespace)
     monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", sandbox.airflow_connection())
     lines = [f"step {i}" for i in range(40)]
     sandbox.kubelet.programs.script(
