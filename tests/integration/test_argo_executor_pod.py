@@ -37,7 +37,8 @@ def test_the_resource_steps_pod_evicted_while_the_job_runs_fails_the_workflow_bu
         def running():
             jobs = sandbox.api.list("vcjobs", ns)["items"]
             pods = [p for p in _executor_pods(sandbox, ns) if (p.get("status") or {}).get("phase") == "Running"]
-            if not (pods and jobs and jobs[0]["status"]["state"]["phase"] == "Running"):
+            phase = ((jobs[0].get("status") or {}).get("state") or {}).get("phase") if jobs else None  # no status yet
+            if not (pods and phase == "Running"):
                 return None
             # once Argo has recorded the node Running: a pod gone before that is created again (podReconciliation)
             workflow = sandbox.api.get("workflows", pods[0]["metadata"]["labels"]["workflows.argoproj.io/workflow"], ns)
