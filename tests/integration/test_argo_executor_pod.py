@@ -29,7 +29,7 @@ def test_the_resource_steps_pod_evicted_while_the_job_runs_fails_the_workflow_bu
 
     ns = mpi_namespace
     sandbox.kubelet.programs.script(
-        ScriptedProgram(lines=["still computing"], duration=3), namespace=ns, container="mpimaster"
+        ScriptedProgram(lines=["still computing"], duration=8), namespace=ns, container="mpimaster"
     )
     evicted: list = []
 

@@ -191,12 +191,16 @@ class VolcanoJobController(Controller):
             pending = self.requests.pop(key, [])
         self._in_flight = (key, pending)
         killed: dict[str, dict] = {}
+        # whether a state killed in this pass (KillJob): its status then counts what killPods did, while a sync
+        # (Pending, Running and Restarting's SyncJob) counts the pods as syncJob does
+        killing = phase_action(phase, "SyncJob").kill is not None
         for request in pending:
             # applyPolicies runs when the request is handled: an earlier request of this batch may have killed the
             # attempt (version++), so a second eviction of the same drain only syncs (one retry per restart)
             action = request_action(spec, request, int(status.get("version", 0)))
             log.debug("job %s/%s in %s: %s -> %s", key[0], key[1], phase, request, action)
             if action != "SyncJob":
+                killing = killing or phase_action(phase, action).kill is not None
                 self.cluster.record_event(
                     job, "Normal", "ExecuteAction", f"Start to execute action {action} ", COMPONENT
                 )
@@ -226,7 +230,7 @@ class VolcanoJobController(Controller):
         ]
         counts, per_task = count_pods(pods, int(status.get("version", 0)))
         task_succeeded = {t: c.get("Succeeded", 0) for t, c in per_task.items()}
-        if phase in KILLING_PHASES and not self.counts_retained_pods:
+        if killing and phase in KILLING_PHASES and not self.counts_retained_pods:
             last = int(status.get("retryCount", 0)) >= int(spec.get("maxRetry", 3)) - 1
             retain = phase != "Restarting" or last  # restarting.go: PodRetainPhaseNone, soft at the last retry
             counts, per_task = kill_counts(self.actions.current_pods(job), retain), {}
