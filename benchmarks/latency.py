@@ -211,8 +211,8 @@ def main() -> None:
         "first saw the job's `status.state.phase` terminal; the job's status carries only second-precision times, "
         "so the watch is the reference",
         "ours = time `await ArgoWorkflowTrigger(...).run().__anext__()` returned (includes draining the master's "
-        "log stream and the final cursor PATCH); pollers = time a `get` first showed the terminal phase (each "
-        "poller starts at a random offset within its period)",
+        "log stream; no cursor PATCH at the end since 86acb31); pollers = time a `get` first showed the terminal "
+        "phase (each poller starts at a random offset within its period)",
         "all three follow the same job at the same time in one event loop, in the process that also runs the "
         "sandbox's emulated Argo / Volcano / kubelet (shared GIL)",
     ]

@@ -23,7 +23,9 @@ def jobs_to_terminate(jobs: list[dict], workflow_uid: str | None) -> list[dict]:
 def terminate_command(job: dict, action: str = TERMINATE_JOB) -> dict:
     """Return the Command that makes Volcano's job controller run ``action`` on ``job`` once.
 
-    Owned by the Job, as vcctl's are, so it goes with it; the controller deletes it once it has read it.
+    Owned by the Job, as vcctl's are, so it goes with it; the controller deletes it once it has read it. Without
+    ``blockOwnerDeletion``: where ``OwnerReferencesPermissionEnforcement`` is on (OpenShift), setting it takes
+    ``update`` on the Job's finalizers, which nothing here needs (the Command is read at once, not waited for).
     """
     meta = job["metadata"]
     owner = {
@@ -32,7 +34,6 @@ def terminate_command(job: dict, action: str = TERMINATE_JOB) -> dict:
         "name": meta["name"],
         "uid": meta["uid"],
         "controller": True,
-        "blockOwnerDeletion": True,
     }
     return {
         "apiVersion": "bus.volcano.sh/v1alpha1",

@@ -24,7 +24,7 @@ def test_only_the_workflows_jobs_that_still_run_are_terminated():
     assert jobs_to_terminate(jobs, None) == []
 
 
-def test_the_command_is_owned_by_and_targets_its_job_as_vcctl_builds_it():
+def test_the_command_is_owned_by_and_targets_its_job_without_blocking_its_deletion():
     command = terminate_command(_job("mpi-1", "Running", "wf"))
     owner = {
         "apiVersion": "batch.volcano.sh/v1alpha1",
@@ -32,7 +32,6 @@ def test_the_command_is_owned_by_and_targets_its_job_as_vcctl_builds_it():
         "name": "mpi-1",
         "uid": "mpi-1-uid",
         "controller": True,
-        "blockOwnerDeletion": True,
     }
     assert command == {
         "apiVersion": "bus.volcano.sh/v1alpha1",
