@@ -19,11 +19,13 @@ def _executor_pods(sandbox, namespace: str) -> list[dict]:
     return [p for p in pods if any("argoexec" in c.get("image", "") for c in p["spec"]["containers"])]
 
 
+@pytest.mark.parametrize(("fault", "node_message"), [("evicted", "pod deleted"), ("oom-killed", "OOMKilled")])
 def test_the_resource_steps_pod_evicted_while_the_job_runs_fails_the_workflow_but_not_the_job(
-    sandbox, mpi_namespace, caplog, capfd
+    sandbox, mpi_namespace, caplog, capfd, fault, node_message
 ):
-    """Argo marks the node ``pod deleted`` and fails the Workflow (``podReconciliation``); the Job is healthy. The
-    task follows the Job to its end instead of deleting it with the Workflow, and says what happened.
+    """Argo fails the step's node and the Workflow: ``pod deleted`` for an evicted pod (``podReconciliation``),
+    ``OOMKilled (exit code 137)`` for one whose ``main`` the OOM killer ended (``inferFailedReason``); the Job is
+    healthy. The task follows the Job to its end instead of deleting it with the Workflow, and says what happened.
     """
     from tests.dags.mpi_test_dags import mpi_hostile as plain  # a plain MPI run (mpi_command from params)
 
@@ -48,7 +50,10 @@ def test_the_resource_steps_pod_evicted_while_the_job_runs_fails_the_workflow_bu
 
         try:
             pod = wait_for(running, 90, what="the Job running under its running argoexec pod")
-            sandbox.kubelet.evict_pod(ns, pod["metadata"]["name"])
+            if fault == "evicted":
+                sandbox.kubelet.evict_pod(ns, pod["metadata"]["name"])
+            else:
+                sandbox.kubelet.oom_kill_container(ns, pod["metadata"]["name"], "main")
             evicted.append(pod)
         except Exception as exc:  # reported by the assertion below
             evicted.append(exc)
@@ -62,8 +67,8 @@ def test_the_resource_steps_pod_evicted_while_the_job_runs_fails_the_workflow_bu
         sandbox.kubelet.programs.clear()
     assert evicted and isinstance(evicted[0], dict), evicted
     assert states == {"mpi": "success"}, log[-3000:]
-    assert "(pod deleted) while Volcano Job" in log and "following it to its end" in log, log[-3000:]
-    assert "Completed. (Argo Workflow" in log and "pod deleted)" in log, [
+    assert node_message in log and "following it to its end" in log, log[-3000:]
+    assert "Completed. (Argo Workflow" in log and node_message in log, [
         line for line in log.splitlines() if "Workflow" in line
     ]
     assert xcom_result("test_mpi_hostile", "mpi")["phase"] == "Completed"

@@ -212,6 +212,17 @@ class Kubelet:
         if runner is None or not runner.fail_container(container, exit_code):
             raise LookupError(f"no running container {container} in pod {namespace}/{pod}")
 
+    def oom_kill_container(self, namespace: str, pod: str, container: str) -> None:
+        """End ``container`` as the kernel's OOM killer does at its memory limit (exit code 137, OOMKilled).
+
+        SIGKILL, so exit code 137, and the runtime reports reason ``OOMKilled`` (kubernetes.io, "Manage Resources
+        for Containers"; containerd's CRI sets it from the task's OOM event). The pod's restart policy then applies.
+        """
+        with self.lock:
+            runner = self.runners.get((namespace, pod))
+        if runner is None or not runner.fail_container(container, 137, "OOMKilled"):
+            raise LookupError(f"no running container {container} in pod {namespace}/{pod}")
+
     def evict_pod(self, namespace: str, pod: str) -> None:
         """Evict through the Eviction API (as ``kubectl drain``): the API server deletes the pod."""
         body = {"apiVersion": "policy/v1beta1", "kind": "Eviction", "metadata": {"name": pod, "namespace": namespace}}

@@ -138,11 +138,11 @@ class PodRunner:
         self.thread.join(10)
         self._end("Failed")
 
-    def fail_container(self, name: str, exit_code: int) -> bool:
+    def fail_container(self, name: str, exit_code: int, reason: str | None = None) -> bool:
         with self.lock:
             for run in self.init + self.main:
                 if run.spec["name"] == name and run.context and "running" in run.state:
-                    run.context.fail_now(exit_code)
+                    run.context.fail_now(exit_code, reason)
                     return True
         return False
 
@@ -179,7 +179,7 @@ class PodRunner:
             run.state = {
                 "terminated": {
                     "exitCode": code,
-                    "reason": "Completed" if code == 0 else "Error",
+                    "reason": context.fail_reason or ("Completed" if code == 0 else "Error"),
                     "startedAt": started,
                     "finishedAt": now_rfc3339(),
                     "containerID": self._container_id(run),

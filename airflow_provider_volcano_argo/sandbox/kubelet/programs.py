@@ -33,6 +33,7 @@ class ContainerContext:
     restart_count: int = 0
     termination_message: str = ""  # what the program wrote to /dev/termination-log (the terminated state's message)
     _fail_code: list[int] = field(default_factory=list)
+    fail_reason: str | None = None  # the terminated state's reason of an injected end (e.g. OOMKilled)
     # whether the container's PID 1 acts on SIGTERM: a default-action signal sent to a PID namespace's init is
     # dropped by the kernel (kernel/signal.c: sig_task_ignored, SIGNAL_UNKILLABLE), so a shell left as PID 1
     # ignores it and the kubelet's grace period runs out; programs set it when they install a handler or are exec'ed
@@ -64,9 +65,10 @@ class ContainerContext:
         """Sleep unless stopped; False when the container is being stopped."""
         return not self.stopped.wait(max(seconds, 0))
 
-    def fail_now(self, exit_code: int) -> None:
-        """Fault injection: end the program with ``exit_code``."""
+    def fail_now(self, exit_code: int, reason: str | None = None) -> None:
+        """Fault injection: end the program with ``exit_code`` (and that terminated ``reason``)."""
         self._fail_code.append(exit_code)
+        self.fail_reason = reason
         self.stopped.set()
 
     @property
