@@ -120,7 +120,7 @@ def test_logs_of_a_container_not_started_are_400_and_never_an_earlier_pod_of_tha
         api.delete("pods", "same-name", ns)
         wait_for(lambda: api.get_or_none("pods", "same-name", ns) is None, 30, what="first pod gone")
         api.create("pods", _pod("same-name", "Never", init=True), ns)  # its init container runs on
-        wait_for(lambda: "running" in _init_state(api, ns, "same-name"), 30, what="the new pod's init container")
+        wait_for(lambda: "running" in _init_state(api, ns, "same-name"), 60, what="the new pod's init container")
         with pytest.raises(ApiException) as refused:
             _log(api, ns, "same-name")
         assert refused.value.status == 400 and "is waiting to start" in str(refused.value.body), refused.value.body
