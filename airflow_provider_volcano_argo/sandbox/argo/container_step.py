@@ -20,6 +20,33 @@ if TYPE_CHECKING:
     from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import KubeApi
 
 
+def workflow_pod(run: WorkflowRun, template: dict, node_id: str, node_name: str, main: dict) -> dict:
+    """Return the pod of a step's node whose container is ``main`` (``workflowpod.go`` ``createWorkflowPod``).
+
+    Name v2, the workflow and completed labels, the node annotations, the Workflow as controller owner; the
+    template's service account and ``activeDeadlineSeconds``; never restarted.
+    """
+    spec = {"containers": [main], "restartPolicy": "Never", "serviceAccountName": run.service_account(template)}
+    if template.get("activeDeadlineSeconds") is not None:
+        spec["activeDeadlineSeconds"] = int(template["activeDeadlineSeconds"])
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": pod_name(run.name, template["name"], node_name),
+            "namespace": run.workflow["metadata"]["namespace"],
+            "labels": {"workflows.argoproj.io/workflow": run.name, "workflows.argoproj.io/completed": "false"},
+            "annotations": {
+                "workflows.argoproj.io/node-name": node_name,
+                "workflows.argoproj.io/node-id": node_id,
+                "kubectl.kubernetes.io/default-container": "main",
+            },
+            "ownerReferences": [owner_reference(run.workflow)],
+        },
+        "spec": spec,
+    }
+
+
 class ContainerSteps:
     """Run ``container`` and ``script`` steps as pods."""
 
@@ -41,31 +68,8 @@ class ContainerSteps:
             if "script" in template:
                 container.setdefault("command", ["sh"])
                 container["args"] = [*container.get("args", []), "-c", container.pop("source", "")]
-            spec = {
-                "containers": [container],
-                "restartPolicy": "Never",
-                "serviceAccountName": run.service_account(template),
-            }
-            if template.get("activeDeadlineSeconds") is not None:
-                spec["activeDeadlineSeconds"] = int(template["activeDeadlineSeconds"])
-            body = {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {
-                    "name": name,
-                    "namespace": ns,
-                    "labels": {"workflows.argoproj.io/workflow": run.name, "workflows.argoproj.io/completed": "false"},
-                    "annotations": {
-                        "workflows.argoproj.io/node-name": node_name,
-                        "workflows.argoproj.io/node-id": node["id"],
-                        "kubectl.kubernetes.io/default-container": "main",
-                    },
-                    "ownerReferences": [owner_reference(run.workflow)],
-                },
-                "spec": spec,
-            }
             try:
-                self.api.create("pods", body, ns)
+                self.api.create("pods", workflow_pod(run, template, node["id"], node_name, container), ns)
             except ApiException as exc:
                 if exc.status != 409:
                     return end_node(node, "Error", status_message(exc))

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from airflow_provider_volcano_argo.sandbox.argo.container_step import label_completed
+from airflow_provider_volcano_argo.sandbox.argo.container_step import label_completed, workflow_pod
 from airflow_provider_volcano_argo.sandbox.argo.executor import EXECUTOR_IMAGE, TRANSIENT_STATUSES
 from airflow_provider_volcano_argo.sandbox.argo.nodes import NODE_DONE, end_node
 from airflow_provider_volcano_argo.sandbox.argo.rules import pod_name, substitute
@@ -93,27 +93,8 @@ class ResourceSteps:
             "command": ["argoexec", "resource", action],
             "env": [{"name": k, "value": v} for k, v in env.items()],
         }
-        spec = {"containers": [main], "restartPolicy": "Never", "serviceAccountName": run.service_account(template)}
-        if template.get("activeDeadlineSeconds") is not None:
-            spec["activeDeadlineSeconds"] = int(template["activeDeadlineSeconds"])
-        body = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": pod_name(run.name, template["name"], node["name"]),
-                "namespace": ns,
-                "labels": {"workflows.argoproj.io/workflow": run.name, "workflows.argoproj.io/completed": "false"},
-                "annotations": {
-                    "workflows.argoproj.io/node-name": node["name"],
-                    "workflows.argoproj.io/node-id": node["id"],
-                    "kubectl.kubernetes.io/default-container": "main",
-                },
-                "ownerReferences": [owner_reference(run.workflow)],
-            },
-            "spec": spec,
-        }
         try:
-            self.api.create("pods", body, ns)
+            self.api.create("pods", workflow_pod(run, template, node["id"], node["name"], main), ns)
         except ApiException as exc:
             if exc.status == 409:
                 return node["phase"]
