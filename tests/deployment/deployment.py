@@ -129,9 +129,9 @@ class AirflowDeployment:
         self._client.close()
 
     def process_logs(self) -> str:
-        """Return the tail of each process's own log (for a failure report)."""
+        """Return the tail of each process's own log (for a failure report: enough to see what led up to it)."""
         return "\n".join(
-            f"== {path.name} ==\n{path.read_text(errors='replace')[-3000:]}" for path in sorted(self.logs.glob("*"))
+            f"== {path.name} ==\n{path.read_text(errors='replace')[-15000:]}" for path in sorted(self.logs.glob("*"))
         )
 
     # -- REST API ------------------------------------------------------------------------------------------------
