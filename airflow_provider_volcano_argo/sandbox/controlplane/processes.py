@@ -141,7 +141,9 @@ class ControlPlane:
             f"--tls-private-key-file={self.serving_key}",
             f"--client-ca-file={self.pki.ca_file}",
             f"--token-auth-file={self.dir / 'tokens.csv'}",
-            "--authorization-mode=RBAC",
+            # Node first: the emulated kubelet reads Secrets/ConfigMaps as system:node:<name>, which the Node
+            # authorizer allows only for objects referenced by pods bound to that node (as on a real cluster)
+            "--authorization-mode=Node,RBAC",
             f"--service-account-key-file={self.pki.sa_pub_file}",
             f"--service-account-signing-key-file={self.pki.sa_key_file}",
             "--service-account-issuer=https://kubernetes.default.svc",

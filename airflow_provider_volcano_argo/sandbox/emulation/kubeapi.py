@@ -49,6 +49,8 @@ RESOURCES = {
     "configmaps": Resource("", "v1", "configmaps"),
     "secrets": Resource("", "v1", "secrets"),
     "events": Resource("", "v1", "events"),
+    "persistentvolumeclaims": Resource("", "v1", "persistentvolumeclaims"),
+    "persistentvolumes": Resource("", "v1", "persistentvolumes", namespaced=False),
     "nodes": Resource("", "v1", "nodes", namespaced=False),
     "namespaces": Resource("", "v1", "namespaces", namespaced=False),
     "serviceaccounts": Resource("", "v1", "serviceaccounts"),

@@ -51,6 +51,11 @@ class Kubelet:
         # seconds, not scaled; may be changed while the sandbox runs
         self.container_creating_seconds = container_creating_seconds
         self.programs = ProgramRegistry()
+        self.workdir = workdir
+        # each node reads Secrets/ConfigMaps/claims as itself: the API server's Node authorizer lets a node read
+        # only what the pods bound to it reference (plugin/pkg/auth/authorizer/node/node_authorizer.go)
+        self.node_apis = {n.name: self.api.impersonating(f"system:node:{n.name}", ["system:nodes"]) for n in nodes}
+        self.events: dict[tuple[str, str, str, str], tuple[str, int]] = {}  # (uid, reason, message, path) -> name
         self.logs = LogStore(workdir, container_log_max_size)  # logs.max_size: set it to rotate sooner
         cert, key = pki.serving("kubelet")
         self.server = LogServer(self.logs, cert, key)
@@ -158,14 +163,29 @@ class Kubelet:
                 if runner is None and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
                     self.logs.admit_pod(*key, meta["uid"])
                     runner = self.runners[key] = PodRunner(
-                        pod, self.api, self.programs, self.logs, self.time_scale, self.container_creating_seconds
+                        pod,
+                        self.api,
+                        self.programs,
+                        self.logs,
+                        self.time_scale,
+                        self.container_creating_seconds,
+                        node_api=self.node_apis[node],
+                        pod_dir=self.workdir / "pods" / meta["uid"],
+                        node_root=self.node_root(node),
+                        record=self.record_event,
                     )
                     runner.start()
                 elif runner is not None and runner.dirty:
                     runner.report()
         with self.lock:
             for key in [k for k in self.runners if k not in present]:
-                self.runners.pop(key).kill()
+                gone = self.runners.pop(key)
+                gone.kill()
+                if gone.volumes is not None:
+                    gone.volumes.tear_down()
+                uid = gone.pod["metadata"]["uid"]
+                for event_key in [k for k in self.events if k[0] == uid]:
+                    del self.events[event_key]
                 self.logs.forget_pod(*key)
 
     def _finalize(self, pod: dict, runner: PodRunner | None) -> None:
@@ -203,6 +223,61 @@ class Kubelet:
             if fits(pod_requests(pod), node_capacity(spec), [pod_requests(p) for p in bound]):
                 bind_pod(self.api, pod, name)
                 return
+
+    # -- the node's filesystem and events -----------------------------------------------------------------
+    def node_root(self, node: str) -> Path:
+        """Return the directory standing for ``node``'s filesystem.
+
+        ``hostPath`` volumes and bound local claims mount from it. A test puts a file on the node with
+        ``(sb.kubelet.node_root(node) / "data/x").write_text(...)``.
+        """
+        root = self.workdir / "nodes" / node
+        root.mkdir(parents=True, exist_ok=True)
+        return root
+
+    def record_event(
+        self, pod: dict, event_type: str, reason: str, message: str, field_path: str | None = None
+    ) -> None:
+        """Record an Event from the kubelet about ``pod``; a repeat bumps ``count`` (client-go's EventCorrelator)."""
+        meta = pod["metadata"]
+        key = (meta["uid"], reason, message, field_path or "")
+        now = now_rfc3339()
+        with self.lock:
+            known = self.events.get(key)
+        try:
+            if known is not None:
+                name, count = known
+                self.api.patch("events", name, {"count": count + 1, "lastTimestamp": now}, meta["namespace"])
+                with self.lock:
+                    self.events[key] = (name, count + 1)
+                return
+            involved = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": meta["name"],
+                "namespace": meta["namespace"],
+                "uid": meta["uid"],
+            }
+            if field_path:
+                involved["fieldPath"] = field_path
+            body = {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
+                "involvedObject": involved,
+                "type": event_type,
+                "reason": reason,
+                "message": message,
+                "source": {"component": "kubelet", "host": pod["spec"].get("nodeName", "")},
+                "firstTimestamp": now,
+                "lastTimestamp": now,
+                "count": 1,
+            }
+            created = self.api.create("events", body, meta["namespace"])
+            with self.lock:
+                self.events[key] = (created["metadata"]["name"], 1)
+        except Exception as exc:  # best effort, as the recorder
+            log.debug("event %s on %s: %s", reason, meta["name"], exc)
 
     # -- fault injection ----------------------------------------------------------------------------------
     def fail_container(self, namespace: str, pod: str, container: str, exit_code: int = 1) -> None:

@@ -9,7 +9,6 @@ example (``kubectl.py``); ``docker/whalesay`` prints cowsay's whale; ``argoexec`
 
 from __future__ import annotations
 
-import base64
 import fnmatch
 import threading
 import time
@@ -18,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, KubeApi
+from airflow_provider_volcano_argo.sandbox.kubelet.envvars import resolve_env
+from airflow_provider_volcano_argo.sandbox.kubelet.volumes import PodVolumes, object_data
 
 
 @dataclass
@@ -40,6 +41,8 @@ class ContainerContext:
     handles_sigterm: bool = False
     killed: bool = False
     exited: threading.Event = field(default_factory=threading.Event)
+    environment: dict[str, str] | None = None  # resolved by the kubelet before the container started
+    volumes: PodVolumes | None = None  # the pod's mounted volumes (read_file, write_file)
 
     def sigterm(self) -> None:
         """Deliver SIGTERM to PID 1 (containerd's StopContainer): it stops the program only if it handles it."""
@@ -73,61 +76,59 @@ class ContainerContext:
 
     @property
     def env(self) -> dict[str, str]:
-        values: dict[str, str] = {}
-        for item in self.container.get("env", []) or []:
-            if "value" in item:
-                values[item["name"]] = str(item["value"])
-                continue
-            source = item.get("valueFrom") or {}
-            ref = source.get("configMapKeyRef") or source.get("secretKeyRef")
-            if ref:
-                kind = "configmaps" if "configMapKeyRef" in source else "secrets"
-                data = self._data(kind, ref["name"])
-                if ref.get("key") in data:
-                    values[item["name"]] = data[ref["key"]]
-            elif "fieldRef" in source:
-                path = source["fieldRef"].get("fieldPath", "")
-                values[item["name"]] = {
-                    "metadata.name": self.pod["metadata"]["name"],
-                    "metadata.namespace": self.namespace,
-                }.get(path, "")
-        return values
+        """The container's environment as the kubelet resolved it before starting it (``envvars.py``)."""
+        if self.environment is None:  # a context built outside a pod runner (unit tests): resolve as the admin
+            self.environment = resolve_env(self.pod, self.container, self._data)
+        return self.environment
 
-    def _data(self, kind: str, name: str) -> dict[str, str]:
+    def _data(self, kind: str, name: str) -> dict[str, str] | None:
         try:
             obj = self.api.get(kind, name, self.namespace)
-        except ApiException:
-            return {}
-        data = obj.get("data") or {}
-        if kind == "secrets":
-            return {k: base64.b64decode(v).decode("utf-8", "replace") for k, v in data.items()}
-        return dict(data)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return {k: v.decode("utf-8", "replace") for k, v in (object_data(obj, kind) or {}).items()}
+
+    def _host_file(self, path: str):
+        return self.volumes.host_path(self.container, path) if self.volumes is not None else None
 
     def read_file(self, path: str) -> str | None:
-        """Read a file from the pod's configMap / secret volumes (as mounted into this container), else None."""
-        volumes = {v["name"]: v for v in self.pod["spec"].get("volumes", []) or []}
-        for mount in self.container.get("volumeMounts", []) or []:
-            root = mount["mountPath"].rstrip("/")
-            if not path.startswith(root + "/"):
-                continue
-            rest = path[len(root) + 1 :]
-            if mount.get("subPath"):
-                rest = f"{mount['subPath']}/{rest}" if rest else mount["subPath"]
-            volume = volumes.get(mount["name"], {})
-            if "configMap" in volume:
-                data = self._data("configmaps", volume["configMap"]["name"])
-            elif "secret" in volume:
-                data = self._data("secrets", volume["secret"]["secretName"])
-            else:
-                continue
-            for item in volume.get("configMap", volume.get("secret", {})).get("items", []) or []:
-                if item.get("path") == rest:
-                    rest = item["key"]
-            if rest in data:
-                return data[rest]
+        """Read ``path`` as the container sees it: from its mounted volumes (``subPath``, ``items`` applied), else None.
+
+        A ConfigMap/Secret volume holds what the kubelet wrote when it mounted it (``volumes.py``); an emptyDir is
+        shared by the pod's containers; a hostPath is the node's file (``Kubelet.node_root``).
+        """
+        host = self._host_file(path)
+        if host is not None and host.is_file():
+            return host.read_bytes().decode("utf-8", "replace")
         if path == "/var/run/secrets/kubernetes.io/serviceaccount/namespace":
             return self.namespace
         return None
+
+    def write_file(self, path: str, text: str) -> bool:
+        """Write ``path`` in a writable mount (emptyDir, hostPath, a claim); False where the container cannot.
+
+        ConfigMap, Secret, downwardAPI and projected volumes are mounted read-only (``pkg/volume``: their
+        ``GetAttributes`` ReadOnly), as is any ``readOnly`` mount.
+        """
+        host = self._host_file(path)
+        if host is None or self.volumes is None:
+            return False
+        volumes_dir = self.volumes.pod_dir / "volumes"
+        read_only = any(
+            host.is_relative_to(volumes_dir / f"kubernetes.io~{p}")
+            for p in ("configmap", "secret", "downward-api", "projected")
+        )
+        mount = next(
+            (m for m in self.container.get("volumeMounts") or [] if path.startswith(m["mountPath"].rstrip("/") + "/")),
+            {},
+        )
+        if read_only or mount.get("readOnly"):
+            return False
+        host.parent.mkdir(parents=True, exist_ok=True)
+        host.write_text(text)
+        return True
 
 
 class Program:
