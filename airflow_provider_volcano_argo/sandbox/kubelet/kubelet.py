@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from airflow_provider_volcano_argo.sandbox.controlplane.pki import Pki
 
 log = logging.getLogger(__name__)
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 
 
 class Kubelet:
@@ -121,6 +122,21 @@ class Kubelet:
             },
         }
         self.api.patch("nodes", spec.name, {"status": status}, subresource="status")
+        self._untaint_ready(spec.name)
+
+    def _untaint_ready(self, name: str) -> None:
+        """Drop the ``node.kubernetes.io/not-ready`` taint from a Ready node.
+
+        The API server's ``TaintNodesByCondition`` admission (plugin/pkg/admission/nodetaint) puts it on every new
+        Node; kube-controller-manager's node lifecycle controller removes it once the node is Ready
+        (``pkg/controller/nodelifecycle/node_lifecycle_controller.go`` ``doNoScheduleTaintingPass``). The sandbox
+        does not run that controller (it would also evict from nodes without heartbeats), so the kubelet does it.
+        """
+        node = self.api.get("nodes", name)
+        taints = (node.get("spec") or {}).get("taints") or []
+        kept = [t for t in taints if t.get("key") != NOT_READY_TAINT]
+        if kept != taints:
+            self.api.patch("nodes", name, {"spec": {"taints": kept or None}})
 
     # -- the sync loop ------------------------------------------------------------------------------------
     def _loop(self) -> None:
