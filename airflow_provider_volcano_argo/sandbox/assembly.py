@@ -50,7 +50,13 @@ def _rules_from(role_file: Path | None) -> list[dict]:
 
 @dataclass
 class NodeCapacity:
-    """One emulated node's capacity."""
+    """One emulated node: its capacity, labels and taints.
+
+    ``labels`` are added to the well-known ``kubernetes.io/hostname`` label (the node's name); ``taints`` are
+    Kubernetes Node taints, ``{"key", "value", "effect"}`` with effect ``NoSchedule``, ``PreferNoSchedule`` or
+    ``NoExecute``. The schedulers place a pod only where its node selector / required affinity matches the labels
+    and its tolerations tolerate every NoSchedule and NoExecute taint (``volcano/placement.py``).
+    """
 
     name: str
     cpu: str = "8"
@@ -58,6 +64,23 @@ class NodeCapacity:
     gpus: int = 0
     rdma: int = 0
     pods: int = 110
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: list[dict] = field(default_factory=list)
+
+    @classmethod
+    def gpu_node(cls, name: str = "gpu-node-0", gpus: int = 4, **kwargs) -> NodeCapacity:
+        """Return a GPU node as clusters commonly set one up.
+
+        ``nvidia.com/gpu`` capacity, the label ``accelerator=nvidia`` and the taint
+        ``nvidia.com/gpu=present:NoSchedule``, so only pods that tolerate it (and select it) land there.
+        """
+        labels = {"accelerator": "nvidia", **kwargs.pop("labels", {})}
+        taints = kwargs.pop("taints", [{"key": GPU_TAINT_KEY, "value": "present", "effect": "NoSchedule"}])
+        return cls(name, gpus=gpus, labels=labels, taints=taints, **kwargs)
+
+
+#: the GPU node's taint key (the device plugin's resource name, as GPU node pools commonly taint)
+GPU_TAINT_KEY = "nvidia.com/gpu"
 
 
 @dataclass
