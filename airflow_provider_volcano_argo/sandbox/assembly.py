@@ -142,6 +142,7 @@ class Sandbox:
         from airflow_provider_volcano_argo.sandbox.argo.controller import WorkflowController
         from airflow_provider_volcano_argo.sandbox.kubelet import Kubelet
         from airflow_provider_volcano_argo.sandbox.volcano.controller import VolcanoJobController
+        from airflow_provider_volcano_argo.sandbox.volcano.garbagecollector import VolcanoJobGarbageCollector
         from airflow_provider_volcano_argo.sandbox.volcano.scheduler import VolcanoScheduler
 
         assert self.cluster and self.control_plane
@@ -162,6 +163,7 @@ class Sandbox:
                 time_scale=self.options.time_scale,
                 counts_retained_pods=self.options.volcano_counts_retained_pods,
             ),
+            VolcanoJobGarbageCollector(self.cluster, time_scale=self.options.time_scale),
             WorkflowController(self.cluster, time_scale=self.options.time_scale),
         ]
         for component in self.components:

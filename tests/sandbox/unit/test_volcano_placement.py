@@ -1,11 +1,16 @@
-"""Pure placement rules of the emulated schedulers: node affinity / selector, taints, FitErrors."""
+"""Pure placement rules of the emulated schedulers (node affinity / selector, taints, FitErrors) and the Volcano
+garbage collector's TTL arithmetic.
+"""
 
 from __future__ import annotations
+
+import datetime
 
 import pytest
 
 from airflow_provider_volcano_argo.sandbox import NodeCapacity
 from airflow_provider_volcano_argo.sandbox.kubelet.kubelet import node_object
+from airflow_provider_volcano_argo.sandbox.volcano.garbagecollector import needs_cleanup, time_left
 from airflow_provider_volcano_argo.sandbox.volcano.placement import (
     AFFINITY_REASON,
     fit_errors_message,
@@ -158,3 +163,41 @@ def test_a_gpu_node_carries_its_labels_taint_and_the_hostname_label():
     assert node["spec"]["taints"] == [GPU_TAINT]
     plain = node_object(NodeCapacity("n0", labels={"kubernetes.io/hostname": "spoofed"}))
     assert plain == {"metadata": {"name": "n0", "labels": {"kubernetes.io/hostname": "n0"}}}
+
+
+def _job(
+    phase: str, ttl: int | None = 10, finished: str | None = "2026-01-01T00:00:00Z", deleting: bool = False
+) -> dict:
+    meta: dict = {"name": "j", "namespace": "ns"}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:05Z"
+    spec = {} if ttl is None else {"ttlSecondsAfterFinished": ttl}
+    state = {"phase": phase, **({"lastTransitionTime": finished} if finished else {})}
+    return {"metadata": meta, "spec": spec, "status": {"state": state}}
+
+
+@pytest.mark.parametrize(
+    ("phase", "expected"),
+    [
+        ("Completed", True),
+        ("Failed", True),
+        ("Terminated", True),
+        ("Aborted", False),
+        ("Running", False),
+        ("Completing", False),
+    ],
+)
+def test_only_completed_failed_and_terminated_jobs_with_a_ttl_are_collected(phase, expected):
+    assert needs_cleanup(_job(phase)) is expected
+    assert needs_cleanup(_job(phase, ttl=None)) is False
+
+
+def test_time_left_counts_from_the_last_transition_times_the_time_scale():
+    start = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+    assert time_left(_job("Completed"), start + datetime.timedelta(seconds=4)) == 6
+    assert time_left(_job("Completed"), start + datetime.timedelta(seconds=12)) == -2
+    assert time_left(_job("Completed"), start + datetime.timedelta(seconds=0.5), time_scale=0.1) == 0.5
+    assert time_left(_job("Completed", ttl=0), start) == 0  # expired at once
+    assert time_left(_job("Aborted"), start) is None
+    assert time_left(_job("Completed", deleting=True), start) is None
+    assert time_left(_job("Completed", finished=None), start) is None
