@@ -78,6 +78,7 @@ class Kubelet:
         for spec in self.nodes.values():
             self._register(spec)
         self.pods = self.cluster.informer("pods")
+        self.node_objects = self.cluster.informer("nodes")  # labels and taints as the API has them now
         self.pods.subscribe(lambda *_: self.wake.set())
         self.thread.start()
 
@@ -221,7 +222,7 @@ class Kubelet:
         filters, as ``volcano/placement.py`` applies them).
         """
         for name, spec in self.nodes.items():
-            if placement_fits(pod, node_object(spec)) is not None:
+            if placement_fits(pod, self.node_objects.get("", name) or node_object(spec)) is not None:
                 continue
             bound = [
                 p

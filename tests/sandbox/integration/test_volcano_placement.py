@@ -68,6 +68,13 @@ def test_workers_that_tolerate_and_select_the_gpu_node_land_there_and_the_master
     placed = {name: p["spec"].get("nodeName") for name, p in _pods(sb, ns, "gpu").items()}
     # the master neither tolerates the taint nor asks for the GPU node: the scheduler passes over it
     assert placed == {"gpu-mpimaster-0": CPU_NODE, "gpu-mpiworker-0": GPU_NODE, "gpu-mpiworker-1": GPU_NODE}
+    # a pod of the default scheduler (as Argo's step pods) is kept off the tainted node too
+    plain = {
+        "metadata": {"name": "plain"},
+        "spec": {"containers": [{"name": "main", "image": "busybox", "command": ["sh", "-c", "sleep 60"]}]},
+    }
+    sb.api.create("pods", plain, ns)
+    assert wait_for(lambda: sb.api.get("pods", "plain", ns)["spec"].get("nodeName"), 30, what="bound") == CPU_NODE
 
 
 def test_a_worker_selecting_the_gpu_node_without_tolerating_its_taint_stays_pending_and_so_does_its_gang(
