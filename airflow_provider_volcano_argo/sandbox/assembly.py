@@ -50,7 +50,13 @@ def _rules_from(role_file: Path | None) -> list[dict]:
 
 @dataclass
 class NodeCapacity:
-    """One emulated node's capacity."""
+    """One emulated node: its capacity, labels and taints.
+
+    ``labels`` are added to the well-known ``kubernetes.io/hostname`` label (the node's name); ``taints`` are
+    Kubernetes Node taints, ``{"key", "value", "effect"}`` with effect ``NoSchedule``, ``PreferNoSchedule`` or
+    ``NoExecute``. The schedulers place a pod only where its node selector / required affinity matches the labels
+    and its tolerations tolerate every NoSchedule and NoExecute taint (``volcano/placement.py``).
+    """
 
     name: str
     cpu: str = "8"
@@ -58,6 +64,23 @@ class NodeCapacity:
     gpus: int = 0
     rdma: int = 0
     pods: int = 110
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: list[dict] = field(default_factory=list)
+
+    @classmethod
+    def gpu_node(cls, name: str = "gpu-node-0", gpus: int = 4, **kwargs) -> NodeCapacity:
+        """Return a GPU node as clusters commonly set one up.
+
+        ``nvidia.com/gpu`` capacity, the label ``accelerator=nvidia`` and the taint
+        ``nvidia.com/gpu=present:NoSchedule``, so only pods that tolerate it (and select it) land there.
+        """
+        labels = {"accelerator": "nvidia", **kwargs.pop("labels", {})}
+        taints = kwargs.pop("taints", [{"key": GPU_TAINT_KEY, "value": "present", "effect": "NoSchedule"}])
+        return cls(name, gpus=gpus, labels=labels, taints=taints, **kwargs)
+
+
+#: the GPU node's taint key (the device plugin's resource name, as GPU node pools commonly taint)
+GPU_TAINT_KEY = "nvidia.com/gpu"
 
 
 @dataclass
@@ -119,6 +142,7 @@ class Sandbox:
         from airflow_provider_volcano_argo.sandbox.argo.controller import WorkflowController
         from airflow_provider_volcano_argo.sandbox.kubelet import Kubelet
         from airflow_provider_volcano_argo.sandbox.volcano.controller import VolcanoJobController
+        from airflow_provider_volcano_argo.sandbox.volcano.garbagecollector import VolcanoJobGarbageCollector
         from airflow_provider_volcano_argo.sandbox.volcano.scheduler import VolcanoScheduler
 
         assert self.cluster and self.control_plane
@@ -139,6 +163,7 @@ class Sandbox:
                 time_scale=self.options.time_scale,
                 counts_retained_pods=self.options.volcano_counts_retained_pods,
             ),
+            VolcanoJobGarbageCollector(self.cluster, time_scale=self.options.time_scale),
             WorkflowController(self.cluster, time_scale=self.options.time_scale),
         ]
         for component in self.components:

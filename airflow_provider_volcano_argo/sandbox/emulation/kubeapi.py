@@ -209,12 +209,16 @@ class KubeApi:
         propagation: str | None = None,
         grace_period_seconds: int | None = None,
         missing_ok: bool = True,
+        uid: str | None = None,
     ) -> dict | None:
-        body = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        """Delete an object; ``uid``: only if it is still that object (a precondition: 409 Conflict otherwise)."""
+        body: dict = {"kind": "DeleteOptions", "apiVersion": "v1"}
         if propagation:
             body["propagationPolicy"] = propagation
         if grace_period_seconds is not None:
             body["gracePeriodSeconds"] = grace_period_seconds
+        if uid is not None:
+            body["preconditions"] = {"uid": uid}
         try:
             return self.request("DELETE", RESOURCES[kind].path(namespace, name), body=body)
         except ApiException as exc:

@@ -19,11 +19,23 @@ from airflow_provider_volcano_argo.sandbox.kubelet.logstore import CONTAINER_LOG
 from airflow_provider_volcano_argo.sandbox.kubelet.pods import PodRunner, grace_seconds
 from airflow_provider_volcano_argo.sandbox.kubelet.programs import ProgramRegistry
 from airflow_provider_volcano_argo.sandbox.kubelet.resources import fits, node_capacity, pod_requests
+from airflow_provider_volcano_argo.sandbox.volcano.placement import fits as placement_fits
 
 if TYPE_CHECKING:
     from airflow_provider_volcano_argo.sandbox.controlplane.pki import Pki
 
 log = logging.getLogger(__name__)
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+
+
+def node_object(spec: Any) -> dict:
+    """Return a Node's metadata and spec from a ``NodeCapacity``: labels (with ``kubernetes.io/hostname``), taints."""
+    labels = {**(getattr(spec, "labels", None) or {}), "kubernetes.io/hostname": spec.name}
+    node: dict = {"metadata": {"name": spec.name, "labels": labels}}
+    taints = [dict(t) for t in getattr(spec, "taints", None) or []]
+    if taints:
+        node["spec"] = {"taints": taints}
+    return node
 
 
 class Kubelet:
@@ -71,6 +83,7 @@ class Kubelet:
         for spec in self.nodes.values():
             self._register(spec)
         self.pods = self.cluster.informer("pods")
+        self.node_objects = self.cluster.informer("nodes")  # labels and taints as the API has them now
         self.pods.subscribe(lambda *_: self.wake.set())
         self.thread.start()
 
@@ -82,11 +95,7 @@ class Kubelet:
         self.server.stop()
 
     def _register(self, spec: Any) -> None:
-        node = {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": spec.name, "labels": {"kubernetes.io/hostname": spec.name}},
-        }
+        node = {"apiVersion": "v1", "kind": "Node", **node_object(spec)}
         try:
             self.api.create("nodes", node)
         except ApiException as exc:
@@ -126,6 +135,21 @@ class Kubelet:
             },
         }
         self.api.patch("nodes", spec.name, {"status": status}, subresource="status")
+        self._untaint_ready(spec.name)
+
+    def _untaint_ready(self, name: str) -> None:
+        """Drop the ``node.kubernetes.io/not-ready`` taint from a Ready node.
+
+        The API server's ``TaintNodesByCondition`` admission (plugin/pkg/admission/nodetaint) puts it on every new
+        Node; kube-controller-manager's node lifecycle controller removes it once the node is Ready
+        (``pkg/controller/nodelifecycle/node_lifecycle_controller.go`` ``doNoScheduleTaintingPass``). The sandbox
+        does not run that controller (it would also evict from nodes without heartbeats), so the kubelet does it.
+        """
+        node = self.api.get("nodes", name)
+        taints = (node.get("spec") or {}).get("taints") or []
+        kept = [t for t in taints if t.get("key") != NOT_READY_TAINT]
+        if kept != taints:
+            self.api.patch("nodes", name, {"spec": {"taints": kept or None}})
 
     # -- the sync loop ------------------------------------------------------------------------------------
     def _loop(self) -> None:
@@ -212,8 +236,14 @@ class Kubelet:
             self.terminating.discard(meta["uid"])
 
     def _schedule(self, pod: dict, pods: list[dict]) -> None:
-        """kube-scheduler's part for non-Volcano pods: bind to the first node with room."""
+        """Bind a non-Volcano pod as kube-scheduler would: to the first node it accepts that has room.
+
+        "Accepts": its node selector / affinity and tolerations (the ``nodeaffinity`` and ``tainttoleration``
+        filters, as ``volcano/placement.py`` applies them).
+        """
         for name, spec in self.nodes.items():
+            if placement_fits(pod, self.node_objects.get("", name) or node_object(spec)) is not None:
+                continue
             bound = [
                 p
                 for p in pods

@@ -21,6 +21,7 @@ from airflow_provider_volcano_argo.sandbox.kubelet.resources import (
     quantity,
     shortfall,
 )
+from airflow_provider_volcano_argo.sandbox.volcano.placement import POD_NUMBER_REASON, fit_errors_message, fits
 
 log = logging.getLogger(__name__)
 COMPONENT = "volcano"
@@ -30,6 +31,17 @@ OVERCOMMIT_FACTOR = 1.2
 
 def _finished(pod: dict) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def _node_reason(pod: dict, asked: dict[str, float], node: dict, used: list[dict[str, float]]) -> str | None:
+    """Why ``pod`` does not fit ``node`` now (the first failing check), or None."""
+    missing = shortfall(asked, node_capacity_from_status(node), used)
+    resources = [m for m in missing if m != "Too many pods"]
+    if resources:
+        return resources[0]
+    if missing:
+        return POD_NUMBER_REASON
+    return fits(pod, node)
 
 
 class VolcanoScheduler(Controller):
@@ -130,17 +142,28 @@ class VolcanoScheduler(Controller):
                 bind_pod(self.api, pod, node)
             self._scheduled(group, status)
         elif waiting:
-            unschedulable = len(waiting) - len(placement)
-            detail = f"0/{len(self._ready_nodes())} nodes are unavailable: {', '.join(sorted(set(misfits)))}."
-            task = waiting[0]["metadata"].get("labels", {}).get("volcano.sh/task-spec", "")
+            # job_info.go JobInfo.FitError: the pending tasks' reasons counted, then the first misfit's FitErrors
+            pending = ["Schedulable"] * len(placement) + ["Unschedulable"] * len(misfits)
+            histogram = sorted(f"{pending.count(r)} {r}" for r in set(pending))
+            first = min(misfits) if misfits else None
+            origin = f". Origin reason is {first}: {misfits[first]}" if first else ""
             message = (
                 f"{min_member - started}/{len(pods)} tasks in gang unschedulable: pod group is not ready, "
-                f"{len(waiting)} Pending, {min_member} minAvailable; Pending: {unschedulable} Unschedulable. "
-                f"Origin reason is {task}: {detail}"
+                f"{len(waiting)} Pending, {min_member} minAvailable; Pending: {', '.join(histogram)}{origin}"
             )
-            self._unschedulable(group, status, message, detail)
-            for pod in waiting:
-                self._pod_unschedulable(pod, detail)
+            self._unschedulable(group, status, message)
+            if len(pods) >= min_member:  # gang.go JobValid: a gang short of pods is not allocated at all
+                placed = {p["metadata"]["name"]: node for p, node in placement}
+                for pod in waiting:
+                    name = pod["metadata"]["name"]
+                    if name in placed:  # job_info.go TaskSchedulingReason, Allocated
+                        message = (
+                            f"Pod {pod['metadata']['namespace']}/{name} can possibly be assigned to {placed[name]}, "
+                            "once minAvailable is satisfied"
+                        )
+                        self._pod_unschedulable(pod, "Schedulable", message)
+                    else:
+                        self._pod_unschedulable(pod, "Unschedulable", misfits[name])
         running = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Running")
         succeeded = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Succeeded")
         failed = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Failed")
@@ -184,24 +207,31 @@ class VolcanoScheduler(Controller):
             return "resource in cluster is overused: " + ", ".join(f"overused {n}" for n in names)
         return None
 
-    def _place(self, waiting: list[dict]) -> tuple[list[tuple[dict, str]], list[str]]:
-        """First-fit every waiting pod onto Ready nodes, as one session would; returns placements and misfits."""
+    def _place(self, waiting: list[dict]) -> tuple[list[tuple[dict, str]], dict[str, str]]:
+        """First-fit every waiting pod onto Ready nodes, as one session would; returns placements and misfits.
+
+        The misfits map a pod's name to its message (``placement.fit_errors_message``: one reason per node).
+        ``actions/allocate/allocate.go`` ``Action.predicate``: resources first, only the first one short
+        (``WrapInsufficientResourceReason``), then ``plugins/predicates/predicates.go``: the pod number, node
+        affinity / selector and taints (``placement.fits``).
+        """
         used = self._used()
-        placement, misfits = [], []
+        placement: list[tuple[dict, str]] = []
+        misfits: dict[str, str] = {}
         nodes = self._ready_nodes()
         for pod in sorted(waiting, key=lambda p: p["metadata"]["name"]):
             asked = self._pod_requests(pod)
             reasons = []
             for node in nodes:
                 name = node["metadata"]["name"]
-                missing = shortfall(asked, node_capacity_from_status(node), used.get(name, []))
-                if not missing:
+                reason = _node_reason(pod, asked, node, used.get(name, []))
+                if reason is None:
                     placement.append((pod, name))
                     used.setdefault(name, []).append(asked)
                     break
-                reasons.extend(missing)
+                reasons.append(reason)
             else:
-                misfits.extend(reasons or ["no node"])
+                misfits[pod["metadata"]["name"]] = fit_errors_message(len(nodes), reasons)
         return placement, misfits
 
     # -- writes -------------------------------------------------------------------------------------------
@@ -217,7 +247,7 @@ class VolcanoScheduler(Controller):
             }
         ]
 
-    def _unschedulable(self, group: dict, status: dict, message: str, reason: str) -> None:
+    def _unschedulable(self, group: dict, status: dict, message: str) -> None:
         key = (group["metadata"]["namespace"], group["metadata"]["name"])
         self._condition(status, "Unschedulable", "NotEnoughResources", message)
         if self._last_message.get(key) != message:
@@ -230,9 +260,19 @@ class VolcanoScheduler(Controller):
         self._last_message.pop((group["metadata"]["namespace"], group["metadata"]["name"]), None)
         self.cluster.record_event(group, "Normal", "Scheduled", "pod group is ready", COMPONENT)
 
-    def _pod_unschedulable(self, pod: dict, message: str) -> None:
+    def _pod_unschedulable(self, pod: dict, reason: str, message: str) -> None:
+        """Set the pod's ``PodScheduled=False`` condition and, when it changes, a Warning ``FailedScheduling`` Event.
+
+        ``cache/cache.go`` ``SchedulerCache.taskUnschedulable`` (``podConditionHaveUpdate``).
+        """
         conditions = (pod.get("status") or {}).get("conditions") or []
-        if any(c.get("type") == "PodScheduled" and c.get("message") == message for c in conditions):
+        if any(
+            c.get("type") == "PodScheduled"
+            and c.get("status") == "False"
+            and c.get("reason") == reason
+            and c.get("message") == message
+            for c in conditions
+        ):
             return
         meta = pod["metadata"]
         patch = {
@@ -241,13 +281,17 @@ class VolcanoScheduler(Controller):
                     {
                         "type": "PodScheduled",
                         "status": "False",
-                        "reason": "Unschedulable",
+                        "reason": reason,
                         "message": message,
                         "lastTransitionTime": now_rfc3339(),
                     }
                 ]
             }
         }
+        # list items carry no kind: name it, as the recorder's reference to the pod does
+        self.cluster.record_event(
+            {**pod, "apiVersion": "v1", "kind": "Pod"}, "Warning", "FailedScheduling", message, COMPONENT
+        )
         try:
             self.api.patch("pods", meta["name"], patch, meta["namespace"], subresource="status", patch_type="strategic")
         except ApiException as exc:
