@@ -10,7 +10,7 @@ import copy
 from typing import TYPE_CHECKING
 
 from airflow_provider_volcano_argo.sandbox.argo.nodes import NODE_DONE, end_node
-from airflow_provider_volcano_argo.sandbox.argo.rules import pod_name, substitute
+from airflow_provider_volcano_argo.sandbox.argo.rules import pod_name
 from airflow_provider_volcano_argo.sandbox.emulation.cluster import owner_reference
 from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, status_message
 
@@ -54,8 +54,11 @@ class ContainerSteps:
         self.api = api
         self.pods = pods
 
-    def run(self, run: WorkflowRun, template: dict, node_name: str, boundary: str | None, scope: dict) -> str:
-        """Advance the step's node: create its pod once, then follow the pod; return the node's phase."""
+    def run(self, run: WorkflowRun, template: dict, node_name: str, boundary: str | None) -> str:
+        """Advance the step's node: create its pod once, then follow the pod; return the node's phase.
+
+        ``template`` is processed already (its parameters substituted).
+        """
         node = run.node(node_name, template, boundary, "Pod")
         if node["phase"] in NODE_DONE:
             return node["phase"]
@@ -63,7 +66,7 @@ class ContainerSteps:
         name = pod_name(run.name, template["name"], node_name)
         pod = self.pods.get(ns, name)
         if pod is None:
-            container = copy.deepcopy(substitute(template.get("container") or template.get("script"), scope))
+            container = copy.deepcopy(template.get("container") or template.get("script"))
             container["name"] = "main"
             if "script" in template:
                 container.setdefault("command", ["sh"])

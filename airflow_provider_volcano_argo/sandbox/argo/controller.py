@@ -16,14 +16,9 @@ from typing import TYPE_CHECKING
 from airflow_provider_volcano_argo.sandbox.argo.container_step import ContainerSteps
 from airflow_provider_volcano_argo.sandbox.argo.nodes import NODE_DONE, WorkflowRun, end_node, progress
 from airflow_provider_volcano_argo.sandbox.argo.resource_step import ResourceSteps
-from airflow_provider_volcano_argo.sandbox.argo.rules import (
-    TemplateError,
-    input_scope,
-    join_spec,
-    node_id,
-    pod_name,
-    workflow_scope,
-)
+from airflow_provider_volcano_argo.sandbox.argo.rules import TemplateError, join_spec, node_id, pod_name, workflow_scope
+from airflow_provider_volcano_argo.sandbox.argo.substitution import SubstitutionError, process_args
+from airflow_provider_volcano_argo.sandbox.argo.validate import POD_TYPES, validate_workflow
 from airflow_provider_volcano_argo.sandbox.emulation.cluster import now_rfc3339
 from airflow_provider_volcano_argo.sandbox.emulation.informer import RESYNC_SECONDS, Controller
 from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException
@@ -93,6 +88,12 @@ class WorkflowController(Controller):
             self._finish(workflow, {}, "Error", str(exc))
             return None
         run = WorkflowRun(workflow, spec)
+        if not (workflow.get("status") or {}).get("phase"):  # setExecWorkflow: the one-time validation
+            try:
+                validate_workflow(run.templates, spec["entrypoint"], spec.get("arguments") or {}, scope)
+            except TemplateError as exc:
+                self._finish(workflow, {}, "Failed", f"invalid spec: {exc}")
+                return None
         status = workflow.get("status") or {}
         started = status.get("startedAt") or now_rfc3339()
         shutdown = spec.get("shutdown")
@@ -106,7 +107,7 @@ class WorkflowController(Controller):
             self._finish(workflow, run.nodes, "Failed", "Step exceeded its deadline", started)
             return None
         try:
-            phase = self._execute(run, spec["entrypoint"], run.name, None, {}, scope)
+            phase = self._execute(run, spec["entrypoint"], run.name, None, spec.get("arguments") or {}, scope)
         except TemplateError as exc:
             self._finish(workflow, run.nodes, "Error", str(exc), started)
             return None
@@ -146,20 +147,28 @@ class WorkflowController(Controller):
         node_name: str,
         boundary: str | None,
         arguments: dict,
-        outer: dict[str, str],
+        scope: dict[str, str],
     ) -> str:
+        """``executeTemplate``: the template processed (``ProcessArgs``: ``argo/substitution.py``), then run.
+
+        ``scope`` holds the globals only: a template sees its own inputs, never its caller's.
+        """
         template = run.templates.get(template_name)
         if template is None:
             raise TemplateError(f"template {template_name} not found")
-        scope = input_scope(template, arguments, outer)
+        local = {"pod.name": pod_name(run.name, template_name, node_name)} if set(POD_TYPES) & set(template) else {}
+        try:
+            template = process_args(template, arguments, scope, local)
+        except SubstitutionError as exc:
+            raise TemplateError(str(exc)) from exc
         if "dag" in template:
             return self._dag(run, template, node_name, boundary, scope)
         if "steps" in template:
             return self._steps(run, template, node_name, boundary, scope)
         if "resource" in template:
-            return self.resources.run(run, template, node_name, boundary, scope)
+            return self.resources.run(run, template, node_name, boundary)
         if "container" in template or "script" in template:
-            return self.containers.run(run, template, node_name, boundary, scope)
+            return self.containers.run(run, template, node_name, boundary)
         raise TemplateError(f"template {template_name} has no supported type (dag, steps, resource, container)")
 
     def _dag(self, run: WorkflowRun, template: dict, node_name: str, boundary: str | None, scope: dict) -> str:

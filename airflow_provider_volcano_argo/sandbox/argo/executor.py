@@ -14,8 +14,8 @@ import json
 import time
 
 import urllib3
-import yaml
 
+from airflow_provider_volcano_argo.sandbox.argo.goyaml import load_manifest
 from airflow_provider_volcano_argo.sandbox.argo.rules import evaluate, json_path
 from airflow_provider_volcano_argo.sandbox.controlplane.manifests import object_path
 from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, status_message
@@ -126,7 +126,7 @@ class ArgoexecProgram(Program):
         ``retry.DefaultBackoff``: 4 tries, 10 ms apart and 5 times longer each time.
         """
         resource = template["resource"]
-        manifest = yaml.safe_load(resource.get("manifest", ""))
+        manifest = load_manifest(resource.get("manifest", ""))  # kubectl reads it with sigs.k8s.io/yaml
         manifest.setdefault("metadata", {}).setdefault("namespace", ctx.namespace)
         ctx.write(f"kubectl {action} -f /tmp/manifest.yaml -o json")
         delay = 0.01

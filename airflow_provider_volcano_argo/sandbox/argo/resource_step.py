@@ -20,8 +20,9 @@ import yaml
 
 from airflow_provider_volcano_argo.sandbox.argo.container_step import label_completed, workflow_pod
 from airflow_provider_volcano_argo.sandbox.argo.executor import EXECUTOR_IMAGE, TRANSIENT_STATUSES
+from airflow_provider_volcano_argo.sandbox.argo.goyaml import load_manifest
 from airflow_provider_volcano_argo.sandbox.argo.nodes import NODE_DONE, end_node
-from airflow_provider_volcano_argo.sandbox.argo.rules import pod_name, substitute
+from airflow_provider_volcano_argo.sandbox.argo.rules import pod_name
 from airflow_provider_volcano_argo.sandbox.emulation.cluster import owner_reference
 from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, status_message
 
@@ -38,8 +39,11 @@ class ResourceSteps:
         self.api = api
         self.pods = pods
 
-    def run(self, run: WorkflowRun, template: dict, node_name: str, boundary: str | None, scope: dict) -> str:
-        """Advance the step's node: create its pod while Pending, then follow the pod; return the node's phase."""
+    def run(self, run: WorkflowRun, template: dict, node_name: str, boundary: str | None) -> str:
+        """Advance the step's node: create its pod while Pending, then follow the pod; return the node's phase.
+
+        ``template`` is processed already (its parameters substituted: ``argo/substitution.py``).
+        """
         fresh = node_name not in {n["name"] for n in run.nodes.values()}
         node = run.node(node_name, template, boundary, "Pod")
         if fresh:
@@ -51,7 +55,7 @@ class ResourceSteps:
         if pod is None:
             if node["phase"] != "Pending":
                 return end_node(node, "Error", "pod deleted")
-            return self._create(run, template, node, scope)
+            return self._create(run, template, node)
         status = pod.get("status") or {}
         phase = status.get("phase", "Pending")
         if phase == "Pending":
@@ -69,17 +73,20 @@ class ResourceSteps:
         outcome, message = _failed_reason(pod)
         return end_node(node, outcome, message)
 
-    def _create(self, run: WorkflowRun, template: dict, node: dict, scope: dict) -> str:
+    def _create(self, run: WorkflowRun, template: dict, node: dict) -> str:
         ns = run.workflow["metadata"]["namespace"]
         step = copy.deepcopy(template)
         resource = step["resource"]
-        if resource.get("manifest"):
-            manifest = substitute(resource["manifest"], scope)
-            if resource.get("setOwnerReference"):
-                obj = yaml.safe_load(manifest)
-                obj.setdefault("metadata", {}).setdefault("ownerReferences", []).append(owner_reference(run.workflow))
-                manifest = yaml.safe_dump(obj, sort_keys=False)
-            resource["manifest"] = manifest
+        if resource.get("manifest") and resource.get("setOwnerReference"):
+            # sigs.k8s.io/yaml: read as go-yaml v2 reads it, written back from the object (keys sorted)
+            try:
+                obj = load_manifest(resource["manifest"])
+            except yaml.YAMLError as exc:
+                return end_node(node, "Error", f"error converting YAML to JSON: {exc}")
+            if not isinstance(obj, dict):
+                return end_node(node, "Error", "error unmarshaling JSON: the manifest is not an object")
+            obj.setdefault("metadata", {}).setdefault("ownerReferences", []).append(owner_reference(run.workflow))
+            resource["manifest"] = yaml.safe_dump(obj, sort_keys=True, allow_unicode=True)
         action = resource.get("action", "create")
         env = {
             "ARGO_TEMPLATE": json.dumps(step),

@@ -1,7 +1,8 @@
 """Argo Workflows' rules as pure functions.
 
-Template substitution, resource-template conditions, node IDs and pod names, and merging a Workflow with its
-WorkflowTemplate. Follows argoproj/argo-workflows: ``workflow/common/util.go`` (substitution),
+Resource-template conditions, node IDs and pod names, the globals, and merging a Workflow with its
+WorkflowTemplate. Follows argoproj/argo-workflows: ``workflow/controller/operator.go`` ``setGlobalParameters``
+(the globals; the substitution itself is ``argo/substitution.py``),
 ``workflow/executor/resource.go`` (conditions parsed as ``labels.Parse`` requirements over gjson paths),
 ``pkg/apis/workflow/v1alpha1`` (``Workflow.NodeID``), ``workflow/util/pod_name.go`` (pod names v2),
 ``workflow/util/merge.go: JoinWorkflowSpec``.
@@ -14,26 +15,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-_REF = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
-
 
 class TemplateError(ValueError):
     """The Workflow cannot run as written (the Workflow ends in ``Error``)."""
-
-
-def substitute(value: Any, scope: dict[str, str]) -> Any:
-    """Replace ``{{name}}`` references found in ``scope`` in every string of ``value``.
-
-    Others stay as they are (Argo leaves references it does not resolve at this stage, e.g.
-    ``{{steps.x.outputs}}``).
-    """
-    if isinstance(value, str):
-        return _REF.sub(lambda m: scope.get(m.group(1), m.group(0)), value)
-    if isinstance(value, list):
-        return [substitute(v, scope) for v in value]
-    if isinstance(value, dict):
-        return {k: substitute(v, scope) for k, v in value.items()}
-    return value
 
 
 def fnv32a(text: str) -> int:
@@ -193,31 +177,21 @@ def join_spec(workflow_spec: dict, template_spec: dict | None) -> dict:
 
 
 def workflow_scope(workflow: dict, spec: dict) -> dict[str, str]:
-    """``workflow.*`` variables; a parameter without a value is a template error."""
+    """``workflow.*`` variables (``setGlobalParameters``); a parameter without a value is a template error."""
     meta = workflow["metadata"]
     scope = {
         "workflow.name": meta["name"],
         "workflow.namespace": meta["namespace"],
         "workflow.uid": meta["uid"],
+        "workflow.mainEntrypoint": spec.get("entrypoint", ""),
         "workflow.serviceAccountName": spec.get("serviceAccountName", "default"),
+        "workflow.creationTimestamp": meta.get("creationTimestamp", ""),
     }
+    for kind in ("labels", "annotations"):
+        for key, value in (meta.get(kind) or {}).items():
+            scope[f"workflow.{kind}.{key}"] = value
     for param in (spec.get("arguments") or {}).get("parameters", []):
         if "value" not in param:
             raise TemplateError(f"spec.arguments.{param['name']}.value is required")
         scope[f"workflow.parameters.{param['name']}"] = str(param["value"])
-    return scope
-
-
-def input_scope(template: dict, arguments: dict, outer: dict[str, str]) -> dict[str, str]:
-    """``inputs.parameters.*`` of ``template`` from the caller's ``arguments`` (or their defaults)."""
-    given = {p["name"]: substitute(str(p.get("value", "")), outer) for p in (arguments or {}).get("parameters", [])}
-    scope = dict(outer)
-    for param in (template.get("inputs") or {}).get("parameters", []):
-        name = param["name"]
-        if name in given:
-            scope[f"inputs.parameters.{name}"] = given[name]
-        elif "value" in param or "default" in param:
-            scope[f"inputs.parameters.{name}"] = str(param.get("value", param.get("default")))
-        else:
-            raise TemplateError(f"inputs.parameters.{name} was not supplied")
     return scope

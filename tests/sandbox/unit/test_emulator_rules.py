@@ -14,8 +14,8 @@ from airflow_provider_volcano_argo.sandbox.argo.rules import (
     node_id,
     parse_condition,
     pod_name,
-    substitute,
 )
+from airflow_provider_volcano_argo.sandbox.argo.substitution import substitute_template
 from airflow_provider_volcano_argo.sandbox.kubelet.shell import hello_lines, logical_lines
 from airflow_provider_volcano_argo.sandbox.volcano.rules import (
     Counts,
@@ -66,9 +66,10 @@ def test_success_needs_every_requirement_and_absent_keeps_polling():
 
 
 def test_substitution_and_spec_join():
-    scope = {"workflow.parameters.job-name": "j1", "inputs.parameters.task": "a"}
-    assert substitute({"n": "{{workflow.parameters.job-name}}-{{ inputs.parameters.task }}"}, scope) == {"n": "j1-a"}
-    assert substitute("{{steps.x.outputs.result}}", scope) == "{{steps.x.outputs.result}}"
+    template = {"inputs": {"parameters": [{"name": "task", "value": "a"}]}, "n": "{{steps.x.outputs.result}}"}
+    template["m"] = "{{workflow.parameters.job-name}}-{{ inputs.parameters.task }}"
+    done = substitute_template(template, {"workflow.parameters.job-name": "j1"})
+    assert (done["m"], done["n"]) == ("j1-a", "{{steps.x.outputs.result}}")
     joined = join_spec(
         {"workflowTemplateRef": {"name": "t"}, "arguments": {"parameters": [{"name": "p", "value": "2"}]}},
         {
