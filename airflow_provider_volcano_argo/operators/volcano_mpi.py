@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from airflow_provider_volcano_argo.exceptions import TemplateOutdatedError
 from airflow_provider_volcano_argo.models.mpi_job_parameters import (
     DEFAULT_IMAGE,
     DEFAULT_INIT_IMAGE,
@@ -17,6 +18,7 @@ from airflow_provider_volcano_argo.models.names import derive_job_name
 from airflow_provider_volcano_argo.models.params import InvalidParameterError, validate_workflow_parameters
 from airflow_provider_volcano_argo.models.pod_settings import DEFAULT_WORKING_DIR, MPIPodSettings
 from airflow_provider_volcano_argo.models.policies import FollowMode
+from airflow_provider_volcano_argo.models.submission import undeclared_parameters
 from airflow_provider_volcano_argo.operators.argo_workflow import ArgoWorkflowTemplateOperator
 from airflow_provider_volcano_argo.templates import (
     DEFAULT_TEMPLATE,
@@ -231,6 +233,20 @@ class VolcanoMPIJobOperator(ArgoWorkflowTemplateOperator):
     def workflow_parameters(self, context: Any) -> dict[str, str]:
         typed = self.job_parameters(context).to_workflow_parameters()
         return {**validate_workflow_parameters(self.parameters), **typed}
+
+    def check_template(self, template: dict, parameters: dict[str, str]) -> None:
+        """Refuse a shipped template installed by an older provider: it would ignore the parameters it lacks."""
+        if self.workflow_template not in TEMPLATE_FILES:
+            return  # a template of one's own uses the parameters it wants (the README's custom-template contract)
+        missing = undeclared_parameters(template, parameters)
+        if missing:
+            namespace = template["metadata"].get("namespace", self.namespace)
+            raise TemplateOutdatedError(
+                f"WorkflowTemplate {namespace}/{self.workflow_template} lacks the parameters {', '.join(missing)} "
+                "that this provider sends: it was installed by an older version and would ignore them. Update it "
+                f"with `volcano-argo install-templates --namespace {namespace}` (or pass ensure_template=True); "
+                "nothing was created."
+            )
 
     def followed_job_name(self, parameters: dict[str, str]) -> str | None:
         return parameters.get("job-name")
