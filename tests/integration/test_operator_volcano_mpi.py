@@ -36,7 +36,8 @@ def test_etl_then_mpi_then_downstream_succeeds_with_every_rank_in_the_log(sandbo
 
 def test_hostile_parameters_are_refused_before_anything_is_created(sandbox, mpi_namespace, caplog, capfd):
     """A value Argo substitutes as text is refused; argv and the pods' settings are carried as data instead
-    (``test_operator_pod_settings.py``)."""
+    (``test_operator_pod_settings.py``).
+    """
     from tests.dags.mpi_test_dags import mpi_overrides
 
     states, log = run_dag(
