@@ -20,6 +20,10 @@ class TemplateNotFoundError(VolcanoArgoError):
     """The WorkflowTemplate to submit from does not exist."""
 
 
+class TemplateOutdatedError(VolcanoArgoError):
+    """The installed WorkflowTemplate lacks parameters the operator sends (installed by an older provider)."""
+
+
 class VolcanoArgoApiError(VolcanoArgoError):
     """A Kubernetes API call failed; the message says what was attempted, why it failed and what to do."""
 

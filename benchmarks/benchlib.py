@@ -157,8 +157,7 @@ def submit(
         "workers": str(workers),
         "np": str(workers),
         "min-available": str(workers + 1),
-        "cpu-per-worker": cpu,
-        "memory-per-worker": memory,
+        "mpiworker-container": json.dumps({"resources": {"requests": {"cpu": cpu, "memory": memory}}}),
         "max-retry": "1",
     }
     body = {

@@ -1,18 +1,19 @@
-"""Volcano MPI Job parameters and their validation, done before anything is created.
+"""Checks of parameter values, done before anything is created; each error names the field.
 
-Parameter values are substituted into a manifest and into shell lines of the template. They often come from
-DAG params that whoever triggers a run can set, so the rules are strict: a value that could break out of its
-YAML scalar or its shell word (newline, quote, ``{{``, ``$``, backtick, ``;`` ...) is refused, not escaped.
+Plain-text parameters (names, numbers, quantities, an image, free-form ``parameters`` of any template) are
+substituted into a manifest as text. They often come from DAG params that whoever triggers a run can set, so the
+rules are strict: a value that could break out of its YAML scalar or a shell word (newline, quote, ``{{``, ``$``,
+backtick, ``;`` ...) is refused, not escaped. Structured settings and argv go as inert JSON
+(``models/inert_json.py``) instead, so they may hold any text.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
 from typing import Any
 
-from airflow_provider_volcano_argo.models.names import JOB_NAME_BUDGET, MAX_NAME
+from airflow_provider_volcano_argo.models.names import MAX_NAME
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -27,7 +28,6 @@ _IMAGE = re.compile(
     r"(?:@sha256:[a-f0-9]{64})?$"
 )
 _LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
-_COMMAND_WORD = re.compile(r"^[A-Za-z0-9_\-./=:,+%@~]+$")
 FORBIDDEN = ("\n", "\r", "\x00", "{{", "}}", "'", '"', "`", "$", ";", "&", "|", "<", ">", "(", ")", "\\")
 
 
@@ -86,17 +86,6 @@ def check_image(field: str, value: Any) -> str:
     return value
 
 
-def check_command(field: str, value: Any) -> str:
-    """Return ``value`` if it is a command line of plain words: no quoting, substitution, redirection or chaining."""
-    text = check_safe_text(field, value)
-    words = text.split(" ")
-    if not text.strip() or any(w and not _COMMAND_WORD.fullmatch(w) for w in words):
-        raise InvalidParameterError(
-            field, "must be words of letters, digits and -_./=:,+%@~ separated by spaces", value
-        )
-    return text
-
-
 def check_dns_subdomain(field: str, value: Any, limit: int = 253) -> str:
     """Return ``value`` if it is a DNS-1123 subdomain (an object name) of at most ``limit`` characters."""
     if not isinstance(value, str) or not _DNS_SUBDOMAIN.fullmatch(value) or len(value) > limit:
@@ -141,72 +130,3 @@ def validate_workflow_parameters(parameters: dict[str, Any]) -> dict[str, str]:
             raise InvalidParameterError(f"parameters[{name!r}]", "value must be a string or a number", value)
         result[name] = check_safe_text(f"parameters[{name!r}]", value)
     return result
-
-
-@dataclass
-class VolcanoMPIJobParameters:
-    """The Volcano Job parameters of the shipped ``volcano-mpi`` WorkflowTemplate."""
-
-    job_name: str
-    workers: int = 2
-    slots_per_worker: int = 1
-    image: str = "volcanosh/example-mpi:0.0.3"
-    mpi_command: str = "mpi_hello_world"
-    queue: str = "default"
-    min_available: int | None = None
-    max_retry: int = 3
-    gpus_per_worker: int = 0
-    rdma_per_worker: int = 0
-    cpu_per_worker: str = "100m"
-    memory_per_worker: str = "128Mi"
-    priority_class: str | None = None
-    master_after_workers: bool = False
-
-    def validate(self) -> None:
-        """Raise ``InvalidParameterError`` naming the first field that breaks a rule."""
-        check_dns_label("job_name", self.job_name, JOB_NAME_BUDGET)
-        check_positive_int("workers", self.workers)
-        check_positive_int("slots_per_worker", self.slots_per_worker)
-        check_image("image", self.image)
-        check_command("mpi_command", self.mpi_command)
-        check_dns_label("volcano_queue", self.queue)  # the operator's name for it
-        check_positive_int("max_retry", self.max_retry)
-        check_positive_int("gpus_per_worker", self.gpus_per_worker, minimum=0)
-        check_positive_int("rdma_per_worker", self.rdma_per_worker, minimum=0)
-        check_quantity("cpu_per_worker", self.cpu_per_worker)
-        check_quantity("memory_per_worker", self.memory_per_worker)
-        if self.min_available is not None:
-            check_positive_int("min_available", self.min_available)
-            if self.min_available > self.total_pods:
-                raise InvalidParameterError(
-                    "min_available", f"must be at most workers + 1 = {self.total_pods}", self.min_available
-                )
-        if self.priority_class is not None:
-            check_dns_subdomain("priority_class", self.priority_class)
-        if not isinstance(self.master_after_workers, bool):
-            raise InvalidParameterError("master_after_workers", "must be True or False", self.master_after_workers)
-
-    @property
-    def total_pods(self) -> int:
-        return self.workers + 1
-
-    def to_workflow_parameters(self) -> dict[str, str]:
-        """Return the template's parameters (validated first)."""
-        self.validate()
-        default_min = self.workers if self.master_after_workers else self.total_pods
-        return {
-            "job-name": self.job_name,
-            "workers": str(self.workers),
-            "slots-per-worker": str(self.slots_per_worker),
-            "np": str(self.workers * self.slots_per_worker),
-            "image": self.image,
-            "mpi-command": self.mpi_command,
-            "queue": self.queue,
-            "min-available": str(self.min_available or default_min),
-            "max-retry": str(self.max_retry),
-            "gpus-per-worker": str(self.gpus_per_worker),
-            "rdma-per-worker": str(self.rdma_per_worker),
-            "cpu-per-worker": self.cpu_per_worker,
-            "memory-per-worker": self.memory_per_worker,
-            "priority-class-spec": f"priorityClassName: {self.priority_class}" if self.priority_class else "",
-        }

@@ -60,3 +60,9 @@ def submitted_parameters(workflow: dict) -> dict[str, str]:
         p["name"]: str(p.get("value", ""))
         for p in ((workflow.get("spec") or {}).get("arguments") or {}).get("parameters", [])
     }
+
+
+def undeclared_parameters(template: dict, parameters: dict[str, str]) -> list[str]:
+    """Return the names of ``parameters`` that the WorkflowTemplate ``template`` does not declare, sorted."""
+    declared = {p.get("name") for p in ((template.get("spec") or {}).get("arguments") or {}).get("parameters", [])}
+    return sorted(set(parameters) - declared)

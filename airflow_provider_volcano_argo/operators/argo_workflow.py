@@ -244,13 +244,20 @@ class ArgoWorkflowTemplateOperator(KubernetesConnectionFields, BaseOperator):
                 "task instance; choose another workflow_name."
             ) from exc
 
-    def _check_template(self, hook: VolcanoArgoHook, namespace: str) -> None:
-        if self.workflow_template and hook.get_object(WORKFLOW_TEMPLATES, self.workflow_template, namespace) is None:
+    def _check_template(self, hook: VolcanoArgoHook, namespace: str, parameters: dict[str, str]) -> None:
+        if not self.workflow_template:
+            return
+        template = hook.get_object(WORKFLOW_TEMPLATES, self.workflow_template, namespace)
+        if template is None:
             raise TemplateNotFoundError(
                 f"WorkflowTemplate {self.workflow_template!r} not found in namespace {namespace!r}. Install it with "
                 f"`volcano-argo install-templates --namespace {namespace}` (or pass ensure_template=True with "
                 "VolcanoMPIJobOperator); nothing was created."
             )
+        self.check_template(template, parameters)
+
+    def check_template(self, template: dict, parameters: dict[str, str]) -> None:
+        """Raise if the WorkflowTemplate cannot run with ``parameters`` (a subclass's contract); here: no check."""
 
     def execute(self, context: Any) -> Any:
         hook = self.hook
@@ -273,7 +280,7 @@ class ArgoWorkflowTemplateOperator(KubernetesConnectionFields, BaseOperator):
                 "Reattaching to Argo Workflow %s left running by an earlier try.", workflow["metadata"]["name"]
             )
         else:
-            self._check_template(hook, namespace)
+            self._check_template(hook, namespace, parameters)
             ti = context["ti"]
             name = self.workflow_name or derive_workflow_name(
                 self.workflow_template or "workflow", ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number

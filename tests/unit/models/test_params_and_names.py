@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from airflow_provider_volcano_argo.models.mpi_job_parameters import VolcanoMPIJobParameters
 from airflow_provider_volcano_argo.models.names import (
     derive_job_name,
     derive_name,
@@ -20,7 +22,6 @@ from airflow_provider_volcano_argo.models.names import (
 )
 from airflow_provider_volcano_argo.models.params import (
     InvalidParameterError,
-    VolcanoMPIJobParameters,
     validate_submission,
     validate_workflow_parameters,
 )
@@ -48,12 +49,12 @@ def test_defaults_give_the_template_parameters():
         ("job_name", "x" * 49, "at most 48"),
         ("image", "org/UPPER:1", "image reference"),
         ("image", "ok/image:tag;rm -rf /", "image reference"),
-        ("mpi_command", "hello; rm -rf /", "';'"),
-        ("mpi_command", "echo $(id)", "'$'"),
-        ("mpi_command", "a`b`", "'`'"),
-        ("mpi_command", "line\nbreak", "'\\n'"),
-        ("mpi_command", "{{workflow.name}}", "'{{'"),
-        ("mpi_command", "it's", '"\'"'),
+        ("mpi_command", "it's", "No closing quotation"),
+        ("mpi_command", "   ", "must name the program"),
+        ("mpi_args", "--x='a", "No closing quotation"),
+        ("mpi_args", 5, "list of argument strings"),
+        ("init_image", "Bad Image", "image reference"),
+        ("ttl_seconds_after_finished", -1, "integer >= 0"),
         ("cpu_per_worker", "lots", "quantity"),
         ("min_available", 9, "at most workers + 1"),
         ("priority_class", "Not Valid", "subdomain"),
@@ -172,21 +173,12 @@ def test_valid_names_and_labels_pass():
             "priority_class: must be a DNS-1123 subdomain of at most 253 characters (got 'Bad')",
         ),
         (
-            {"mpi_command": "hello; rm -rf /"},
-            "mpi_command: must not contain ';' (it could escape the manifest or shell) (got 'hello; rm -rf /')",
-        ),
-        # words the shell would expand or that are empty: refused though no character of them is forbidden
-        (
-            {"mpi_command": "rm *"},
-            "mpi_command: must be words of letters, digits and -_./=:,+%@~ separated by spaces (got 'rm *')",
+            {"mpi_command": ["solver", "a\x00b"]},
+            "mpi_command[1]: must be text without NUL (an argv string) (got 'a\\x00b')",
         ),
         (
-            {"mpi_command": "   "},
-            "mpi_command: must be words of letters, digits and -_./=:,+%@~ separated by spaces (got '   ')",
-        ),
-        (
-            {"mpi_command": "a\tb"},
-            "mpi_command: must not contain control or separator character U+0009 (got 'a\\tb')",
+            {"mpi_launcher_flags": ["--bind-to", 3]},
+            "mpi_launcher_flags[1]: must be text without NUL (an argv string) (got 3)",
         ),
     ],
 )
@@ -231,9 +223,19 @@ def test_values_at_each_length_limit_pass():
     assert err.value.field == f"labels[{'k' * 64!r}]"
 
 
-def test_a_multi_word_command_passes():
-    params = VolcanoMPIJobParameters(job_name="j", mpi_command="mpirun --allow-run-as-root -n 2 /opt/hello")
-    assert params.to_workflow_parameters()["mpi-command"] == "mpirun --allow-run-as-root -n 2 /opt/hello"
+def test_argv_is_launcher_flags_then_the_command_split_as_a_shell_would_then_the_arguments_verbatim():
+    hostile = ["a b", "$(id)", "`id`", "{{workflow.name}}", "{{=sprig.upper('x')}}", "x\ny", "it's", ";", "*"]
+    params = VolcanoMPIJobParameters(
+        job_name="j",
+        mpi_command='solver --out="my dir/x" --n 2',
+        mpi_args=hostile,
+        mpi_launcher_flags=["--bind-to", "core", "-x", "OMP_NUM_THREADS"],
+    )
+    argv = ["--bind-to", "core", "-x", "OMP_NUM_THREADS", "solver", "--out=my dir/x", "--n", "2", *hostile]
+    assert params.argv() == argv
+    text = params.to_workflow_parameters()["mpi-argv"]
+    assert json.loads(text) == argv and "{{" not in text and "\n" not in text
+    assert VolcanoMPIJobParameters(job_name="j", mpi_command=["prog", "a b"]).argv() == ["prog", "a b"]
 
 
 def test_every_template_parameter_comes_from_its_field():
@@ -251,24 +253,39 @@ def test_every_template_parameter_comes_from_its_field():
         cpu_per_worker="2",
         memory_per_worker="4Gi",
         priority_class="high.priority",
+        init_image="mirror.local/kubectl:1.30",
+        ttl_seconds_after_finished=600,
     )
-    assert params.to_workflow_parameters() == {
+    parameters = params.to_workflow_parameters()
+    decoded = {k: json.loads(v) for k, v in parameters.items() if v[:1] in "[{"}
+    assert {k: v for k, v in parameters.items() if k not in decoded} == {
         "job-name": "solver",
         "workers": "3",
         "slots-per-worker": "2",
         "np": "6",
         "image": "registry:5000/org/mpi:1.2",
-        "mpi-command": "mpi_solver --steps 10",
+        "init-image": "mirror.local/kubectl:1.30",
         "queue": "hpc",
         "min-available": "2",
         "max-retry": "5",
-        "gpus-per-worker": "1",
-        "rdma-per-worker": "2",
-        "cpu-per-worker": "2",
-        "memory-per-worker": "4Gi",
-        "priority-class-spec": "priorityClassName: high.priority",
     }
-    assert VolcanoMPIJobParameters(job_name="solver").to_workflow_parameters()["priority-class-spec"] == ""
+    devices = {"nvidia.com/gpu": "1", "rdma/ib": "2"}
+    assert decoded == {
+        "mpi-argv": ["mpi_solver", "--steps", "10"],
+        "volcano-job-spec": {"priorityClassName": "high.priority", "ttlSecondsAfterFinished": 600},
+        "mpimaster-pod": {"serviceAccountName": "argo"},
+        "mpimaster-container": {"workingDir": "/home"},
+        "mpimaster-pod-labels": {},
+        "mpimaster-pod-annotations": {},
+        "mpiworker-pod": {},
+        "mpiworker-container": {
+            "workingDir": "/home",
+            "resources": {"requests": {"cpu": "2", "memory": "4Gi", **devices}, "limits": devices},
+        },
+        "mpiworker-pod-labels": {},
+        "mpiworker-pod-annotations": {},
+    }
+    assert "priorityClassName" not in VolcanoMPIJobParameters(job_name="solver").job_spec()
 
 
 @pytest.mark.parametrize(

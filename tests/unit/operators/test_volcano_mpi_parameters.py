@@ -42,6 +42,27 @@ def test_ensure_template_refuses_a_template_it_does_not_ship_before_any_api_call
         op.execute(CONTEXT)
 
 
+def test_a_shipped_template_installed_by_an_older_provider_is_refused_naming_what_it_lacks():
+    from airflow_provider_volcano_argo.exceptions import TemplateOutdatedError
+    from airflow_provider_volcano_argo.templates import workflow_template
+
+    op = VolcanoMPIJobOperator(task_id="mpi", job_name="j", namespace="hpc")
+    parameters = op.workflow_parameters(CONTEXT)
+    current = workflow_template("volcano-mpi")
+    op.check_template(current, parameters)  # the template this version ships: no complaint
+    older = workflow_template("volcano-mpi")
+    older["metadata"]["namespace"] = "hpc"
+    older["spec"]["arguments"]["parameters"] = [
+        p for p in older["spec"]["arguments"]["parameters"] if p["name"] not in ("mpi-argv", "mpiworker-container")
+    ]
+    with pytest.raises(TemplateOutdatedError) as err:
+        op.check_template(older, parameters)
+    assert "hpc/volcano-mpi lacks the parameters mpi-argv, mpiworker-container" in str(err.value)
+    assert "volcano-argo install-templates --namespace hpc" in str(err.value)
+    custom = VolcanoMPIJobOperator(task_id="mpi", job_name="j", workflow_template="my-mpi")
+    custom.check_template(older, parameters)  # a template of one's own takes what it declares
+
+
 def test_the_workflow_records_its_full_task_instance_and_kill_policy_for_gc():
     from airflow_provider_volcano_argo.models.reaping import submitted_run
 
@@ -60,6 +81,8 @@ def test_the_workflow_records_its_full_task_instance_and_kill_policy_for_gc():
 DOCUMENTED_TEMPLATED = {
     "job_name", "workers", "slots_per_worker", "image", "mpi_command", "volcano_queue", "min_available", "max_retry",
     "gpus_per_worker", "rdma_per_worker", "cpu_per_worker", "memory_per_worker", "priority_class",
+    "mpi_args", "mpi_launcher_flags", "volumes", "volume_mounts", "env_vars", "env_from", "node_selector",
+    "master_resources", "worker_resources", "working_dir", "init_image", "ttl_seconds_after_finished",
     "workflow_template", "workflow_file", "parameters", "namespace", "workflow_name", "labels", "kubernetes_conn_id",
 }  # fmt: skip
 

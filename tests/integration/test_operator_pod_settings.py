@@ -1,0 +1,187 @@
+"""Real MPI workloads: data, secrets, placement and launcher settings reach the pods, as the program sees them.
+
+The emulated kubelet resolves env from Secrets and ConfigMaps as the node (Node authorizer), mounts what the
+volumes name, and runs ``mpi_echo``, which prints its argv, the env it was asked about, files and its cwd.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import uuid
+
+import pytest
+
+from airflow_provider_volcano_argo.sandbox import NodeCapacity, Sandbox, SandboxOptions
+from tests.integration.helpers import install_mpi_templates, run_dag, xcom_result
+from tests.integration.reliability import leftovers
+
+pytestmark = pytest.mark.integration
+
+#: carried as data: every one reaches mpiexec's argv as it is
+HOSTILE_ARGS = ["a b", "$(id)", "`id`", "{{workflow.name}}", "{{=sprig.upper('x')}}", "it's", '--opt="a b"', ";", "*"]
+
+
+def _create(sandbox, namespace: str, kind: str, name: str, data: dict[str, str]) -> None:
+    if kind == "secrets":
+        data = {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}
+    api_kind = "Secret" if kind == "secrets" else "ConfigMap"
+    body = {"apiVersion": "v1", "kind": api_kind, "metadata": {"name": name}, "data": data}
+    sandbox.api.create(kind, body, namespace)
+
+
+def settings(annotation: str) -> dict:
+    """The operator's arguments (as run conf: plain JSON) of the data, secrets and launcher test."""
+    return {
+        "mpi_command": "mpi_echo --mesh /data/mesh.h5",
+        "mpi_args": HOSTILE_ARGS,
+        "mpi_launcher_flags": ["--bind-to", "core", "-x", "OMP_NUM_THREADS"],
+        "volumes": [{"name": "mesh", "configMap": {"name": "mesh"}}, {"name": "scratch", "emptyDir": {}}],
+        "volume_mounts": [
+            {"name": "mesh", "mountPath": "/data", "readOnly": True},
+            {"name": "scratch", "mountPath": "/scratch"},
+        ],
+        "env_vars": [
+            {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "solver-creds", "key": "token"}}},
+            {"name": "OMP_NUM_THREADS", "value": "4"},
+            {"name": "MPI_ECHO_ENV", "value": "TOKEN,OMP_NUM_THREADS,S_LEVEL"},
+            {"name": "MPI_ECHO_FILES", "value": "/data/mesh.h5"},
+        ],
+        "env_from": [{"configMapRef": {"name": "solver-settings"}, "prefix": "S_"}],
+        "working_dir": "/scratch",
+        "image_pull_secrets": "registry-creds",
+        "master_resources": {"requests": {"cpu": "200m", "memory": "64Mi"}},
+        "worker_resources": {"limits": {"memory": "256Mi"}},
+        "init_image": "mirror.example.com/kubectl:v1.30.0",
+        "pod_overrides": {
+            "mpiworker": {
+                "metadata": {"annotations": {"note": annotation}},
+                "spec": {"containers": [{"name": "mpiworker", "securityContext": {"runAsUser": 1000}}]},
+            }
+        },
+        "on_finish_action": "keep_workflow",
+    }
+
+
+def test_data_secrets_and_launcher_settings_reach_the_pods_and_the_program(sandbox, mpi_namespace, caplog, capfd):
+    from tests.dags.mpi_test_dags import mpi_overrides
+
+    secret_value = f"from-the-secret-{uuid.uuid4().hex[:6]}"
+    _create(sandbox, mpi_namespace, "secrets", "solver-creds", {"token": secret_value})
+    _create(sandbox, mpi_namespace, "configmaps", "mesh", {"mesh.h5": "MESH v1"})
+    _create(sandbox, mpi_namespace, "configmaps", "solver-settings", {"LEVEL": "3"})
+    annotation = "line one\nline two: {{workflow.name}} $(id)"
+    states, log = run_dag(mpi_overrides, caplog, capfd, namespace=mpi_namespace, overrides=settings(annotation))
+    assert states == {"mpi": "success"}, log[-3000:]
+
+    # what the program got: argv exactly, env from the Secret and the ConfigMap, the mounted file, the cwd
+    argv = ["--mesh", "/data/mesh.h5", *HOSTILE_ARGS]
+    for rank in range(2):
+        assert f"rank {rank} of 2 on " in log
+    assert f": argv {json.dumps(argv, separators=(',', ':'), ensure_ascii=False)}" in log
+    assert f"env TOKEN={secret_value}" in log
+    assert "env OMP_NUM_THREADS=4" in log and "env S_LEVEL=3" in log
+    assert "file /data/mesh.h5: MESH v1" in log and "cwd /scratch" in log
+
+    # the pods as Volcano creates them: the Job's templates, and the master pod itself
+    job_name = xcom_result(mpi_overrides.dag_id, "mpi")["job_name"]
+    job = sandbox.api.get("vcjobs", job_name, mpi_namespace)
+    master_pod = sandbox.api.get("pods", f"{job_name}-mpimaster-0", mpi_namespace)
+    templates = {task["name"]: task["template"] for task in job["spec"]["tasks"]}
+    for role, spec in (("mpimaster", master_pod["spec"]), ("mpiworker", templates["mpiworker"]["spec"])):
+        container = next(c for c in spec["containers"] if c["name"] == role)
+        assert [v["name"] for v in spec["volumes"] if v["name"] in ("mesh", "scratch")] == ["mesh", "scratch"]
+        assert spec["imagePullSecrets"] == [{"name": "registry-creds"}]
+        assert container["workingDir"] == "/scratch"
+        assert container["env"][0] == {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "solver-creds",
+                                                                                     "key": "token"}}}
+        assert container["envFrom"] == [{"configMapRef": {"name": "solver-settings"}, "prefix": "S_"}]
+    assert master_pod["spec"]["initContainers"][0]["image"] == "mirror.example.com/kubectl:v1.30.0"
+    master = next(c for c in master_pod["spec"]["containers"] if c["name"] == "mpimaster")
+    assert master["args"] == ["--bind-to", "core", "-x", "OMP_NUM_THREADS", "mpi_echo", *argv]
+    assert master["resources"]["requests"] == {"cpu": "200m", "memory": "64Mi"}
+    worker = templates["mpiworker"]
+    assert worker["metadata"]["annotations"] == {"note": annotation}
+    assert worker["spec"]["containers"][0]["securityContext"] == {"runAsUser": 1000}
+    assert worker["spec"]["containers"][0]["resources"]["limits"]["memory"] == "256Mi"
+    assert worker["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "100m"
+    # the secret's value never passed through Argo: the Workflow holds only its name
+    workflow = sandbox.api.list("workflows", mpi_namespace)["items"][0]
+    assert secret_value not in json.dumps(workflow) and secret_value not in json.dumps(job)
+    sandbox.api.delete("workflows", workflow["metadata"]["name"], mpi_namespace)
+    assert leftovers(sandbox, mpi_namespace)[0] == 0
+
+
+# -- node placement: a sandbox of its own, with a tainted GPU node ------------------------------------------
+GPU_NODE, CPU_NODE = "gpu-node-0", "cpu-node-0"
+
+
+@pytest.fixture(scope="module")
+def gpu_sandbox():
+    # the GPU node first: a scheduler that ignored taints would put every pod there
+    nodes = [NodeCapacity.gpu_node(GPU_NODE, gpus=2), NodeCapacity(CPU_NODE)]
+    with Sandbox(SandboxOptions(nodes=nodes, time_scale=0.1)) as sb:
+        yield sb
+
+
+@pytest.fixture
+def gpu_namespace(gpu_sandbox, airflow_db, monkeypatch):
+    namespace = gpu_sandbox.create_namespace(f"t-{uuid.uuid4().hex[:10]}")
+    install_mpi_templates(gpu_sandbox, namespace)
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", gpu_sandbox.airflow_connection())
+    yield namespace
+    gpu_sandbox.delete_namespace(namespace)
+
+
+class NodeRecorder(threading.Thread):
+    """Record the node of every pod of a namespace while a run goes on (finished workers are deleted)."""
+
+    def __init__(self, sandbox, namespace: str) -> None:
+        super().__init__(daemon=True)
+        self.sandbox, self.namespace, self.nodes = sandbox, namespace, {}
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.2):
+            for pod in self.sandbox.api.list("pods", self.namespace)["items"]:
+                task = (pod["metadata"].get("labels") or {}).get("volcano.sh/task-spec")
+                if task and pod["spec"].get("nodeName"):
+                    self.nodes[pod["metadata"]["name"]] = (task, pod["spec"]["nodeName"])
+
+    def __enter__(self) -> NodeRecorder:
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.done.set()
+        self.join()
+
+
+GPU_WORKERS = {
+    "workers": 2,
+    "gpus_per_worker": 1,
+    "pod_overrides": {"mpiworker": {"spec": {
+        "nodeSelector": {"accelerator": "nvidia"},
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+    }}},
+}
+
+
+def test_gpu_workers_land_only_on_the_tainted_gpu_node_with_the_toleration(gpu_sandbox, gpu_namespace, caplog, capfd):
+    from tests.dags.mpi_test_dags import mpi_overrides
+
+    with NodeRecorder(gpu_sandbox, gpu_namespace) as recorder:
+        states, log = run_dag(mpi_overrides, caplog, capfd, namespace=gpu_namespace, overrides=GPU_WORKERS)
+    assert states == {"mpi": "success"}, log[-3000:]
+    placed = sorted(recorder.nodes.values())
+    assert placed == [("mpimaster", CPU_NODE), ("mpiworker", GPU_NODE), ("mpiworker", GPU_NODE)], placed
+
+    # without the toleration the workers fit no node: the gang is never admitted, and the task says why
+    caplog.clear()
+    untolerated = {**GPU_WORKERS, "pod_overrides": {"mpiworker": {"spec": {"nodeSelector": {"accelerator": "nvidia"}}}},
+                   "schedule_timeout": 5}
+    states, log = run_dag(mpi_overrides, caplog, capfd, namespace=gpu_namespace, overrides=untolerated)
+    assert states == {"mpi": "failed"}
+    assert "untolerated taint {nvidia.com/gpu: present}" in log, log[-3000:]
+    assert leftovers(gpu_sandbox, gpu_namespace)[0] == 0
