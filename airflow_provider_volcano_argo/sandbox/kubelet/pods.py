@@ -11,21 +11,17 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from airflow_provider_volcano_argo.sandbox.emulation.cluster import now_rfc3339
-from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, KubeApi, status_message
+from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, KubeApi
 from airflow_provider_volcano_argo.sandbox.kubelet.backoff import BACKOFF_MAX, BACKOFF_START, CrashLoopBackOff
-from airflow_provider_volcano_argo.sandbox.kubelet.envvars import CreateContainerConfigError, expand, resolve_env
+from airflow_provider_volcano_argo.sandbox.kubelet.envvars import expand
+from airflow_provider_volcano_argo.sandbox.kubelet.pod_setup import PodSetup
+from airflow_provider_volcano_argo.sandbox.kubelet.pod_status import ContainerRun, pod_status
 from airflow_provider_volcano_argo.sandbox.kubelet.programs import ContainerContext, ProgramRegistry
-from airflow_provider_volcano_argo.sandbox.kubelet.volumes import (
-    MOUNT_RETRY_MAX,
-    MOUNT_RETRY_START,
-    PodVolumes,
-    object_data,
-)
+from airflow_provider_volcano_argo.sandbox.kubelet.volumes import PodVolumes
 
 if TYPE_CHECKING:
     from airflow_provider_volcano_argo.sandbox.kubelet.logstore import LogStore
@@ -33,9 +29,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MINIMUM_GRACE_SECONDS = 2.0  # kuberuntime_manager.go: minimumGracePeriodInSeconds
-POD_IP = "127.0.0.1"  # every emulated pod and node
-# pod_workers.go: a sync that failed (CreateContainerConfigError) is requeued after the kubelet's backOffPeriod
-SYNC_RETRY_SECONDS = 10.0
 #: record(pod, type, reason, message, field_path): an Event on the pod from the kubelet
 Recorder = Callable[[dict, str, str, str, "str | None"], None]
 
@@ -51,22 +44,7 @@ def grace_seconds(pod: dict) -> float:
     return max(float(grace), MINIMUM_GRACE_SECONDS)
 
 
-@dataclass
-class ContainerRun:
-    """The state of one container across its restarts."""
-
-    spec: dict
-    restart_count: int = 0
-    state: dict = field(default_factory=lambda: {"waiting": {"reason": "PodInitializing"}})
-    last_state: dict = field(default_factory=dict)
-    ready: bool = False
-    started_at: float = 0.0
-    finished_at: float = 0.0
-    context: ContainerContext | None = None
-    backoff: CrashLoopBackOff | None = None
-
-
-class PodRunner:
+class PodRunner(PodSetup):
     """Runs a pod bound to this kubelet's node until it ends or is deleted."""
 
     def __init__(
@@ -172,82 +150,6 @@ class PodRunner:
         return False
 
     # -- what the kubelet reads as the node ---------------------------------------------------------------
-    def _object(self, kind: str, name: str):
-        """GET an object the pod references, as the node; None when it does not exist.
-
-        ConfigMaps and Secrets come back as their keys (bytes). A 403 is retried for a second: the Node
-        authorizer learns a pod's references from its own informer, a moment after the pod is bound.
-        """
-        namespace = None if kind == "persistentvolumes" else self.pod["metadata"]["namespace"]
-        for attempt in range(10):
-            try:
-                obj = self.node_api.get_or_none(kind, name, namespace)
-                break
-            except ApiException as exc:
-                if exc.status != 403 or attempt == 9:
-                    raise
-                time.sleep(0.1)
-        if kind in ("configmaps", "secrets"):
-            return object_data(obj, kind)
-        return obj
-
-    def _text_object(self, kind: str, name: str) -> dict[str, str] | None:
-        data = self._object(kind, name)
-        return None if data is None else {k: v.decode("utf-8", "replace") for k, v in data.items()}
-
-    def _environment(self, run: ContainerRun) -> dict[str, str] | None:
-        """Resolve the container's env before creating it, retrying as the pod worker does; None once stopping.
-
-        ``kuberuntime_container.go: startContainer`` -> ``generateContainerConfig`` -> ``kubelet_pods.go:
-        makeEnvironmentVariables``: on error the container is not created, an Event ``Failed`` ``Error: <text>``
-        is recorded, the container waits ``CreateContainerConfigError`` with the text as its message, and the
-        pod worker syncs the pod again after ``backOffPeriod`` (10 s, times ``time_scale``).
-        """
-        while not self.stop.is_set():
-            try:
-                return resolve_env(self.pod, run.spec, self._text_object, pod_ip=POD_IP)
-            except CreateContainerConfigError as exc:
-                message = str(exc)
-            except ApiException as exc:
-                message = status_message(exc)
-            except Exception as exc:  # the API server restarting
-                message = str(exc)
-            with self.lock:
-                run.state = {"waiting": {"reason": "CreateContainerConfigError", "message": message}}
-            self.record(self.pod, "Warning", "Failed", f"Error: {message}", f"spec.containers{{{run.spec['name']}}}")
-            self.report()
-            if self.stop.wait(SYNC_RETRY_SECONDS * self.time_scale):
-                return None
-        return None
-
-    def _mount_volumes(self) -> bool:
-        """Mount the pod's volumes before any container starts (``volume_manager.go: WaitForAttachAndMount``).
-
-        Each failure is an Event ``FailedMount`` (``MountVolume.SetUp failed for volume "V" : ...``) and is retried
-        with the operation's exponential back-off (0.5 s doubling to 122 s, times ``time_scale``) until it mounts;
-        the containers wait ``ContainerCreating`` meanwhile. False once the pod is stopping.
-        """
-        if self.volumes is None:
-            return True
-        delay = MOUNT_RETRY_START
-        while not self.stop.is_set():
-            try:
-                errors = self.volumes.set_up()
-            except Exception as exc:  # the API server restarting: the reconciler tries again
-                log.debug("mounting volumes of %s/%s: %s", *self.key, exc)
-                errors = []
-                if self.stop.wait(delay * self.time_scale):
-                    return False
-                continue
-            if not errors:
-                return True
-            for error in errors:
-                self.record(self.pod, "Warning", "FailedMount", str(error), None)
-            if self.stop.wait(delay * self.time_scale):
-                return False
-            delay = min(delay * 2, MOUNT_RETRY_MAX)
-        return False
-
     # -- running containers -------------------------------------------------------------------------------
     def _execute(self, run: ContainerRun) -> int:
         """One instance of a container: resolve its env, run its program, record its log."""
@@ -437,50 +339,7 @@ class PodRunner:
 
     # -- status -------------------------------------------------------------------------------------------
     def status(self) -> dict:
-        now = now_rfc3339()
-        with self.lock:
-            phase = self.phase
-            # kubelet_pods.go getPhase: a container never started (waiting, no lastState) keeps the pod Pending
-            if phase == "Running" and any("waiting" in r.state and not r.last_state for r in self.main):
-                phase = "Pending"
-            ready = phase == "Running" and all(r.ready for r in self.main)
-
-            def cond(kind: str, ok: bool) -> dict:
-                return {"type": kind, "status": "True" if ok else "False", "lastTransitionTime": now}
-
-            def container(run: ContainerRun) -> dict:
-                return {
-                    "name": run.spec["name"],
-                    "image": run.spec.get("image", ""),
-                    "imageID": "",
-                    "ready": run.ready,
-                    "restartCount": run.restart_count,
-                    "state": run.state,
-                    "lastState": run.last_state,
-                    "started": "running" in run.state,
-                    "containerID": self._container_id(run),
-                }
-
-            status = {
-                "phase": phase,
-                "conditions": [
-                    cond("Initialized", self.initialized),
-                    cond("Ready", ready),
-                    cond("ContainersReady", ready),
-                    cond("PodScheduled", True),
-                ],
-                "hostIP": POD_IP,
-                "podIP": POD_IP,
-                "podIPs": [{"ip": POD_IP}],
-                "startTime": self.start_time,
-                "containerStatuses": [container(r) for r in self.main],
-                "qosClass": "BestEffort",
-            }
-            if self.init:
-                status["initContainerStatuses"] = [container(r) for r in self.init]
-            if self.reason:
-                status["reason"], status["message"] = self.reason, self.message
-        return status
+        return pod_status(self)
 
     def report(self) -> None:
         """Write the status through ``pods/{name}/status`` (a pod being deleted may already be gone)."""

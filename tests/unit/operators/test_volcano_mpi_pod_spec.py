@@ -1,8 +1,9 @@
 """What the shipped templates create: the pod templates of the Volcano Job, rendered as Argo renders the manifest.
 
-The manifest goes through the sandbox's Argo substitution (two passes, as ``SubstituteParams``) and PyYAML
-(merge keys resolved, as go-yaml v2 does for the keys we use: the template writes ``<<`` first). Whatever a
-DAG author (or whoever triggers a run) puts in a setting, the pod spec is exactly the intended one.
+The resource template goes through the sandbox's Argo substitution (``SubstituteParams``: two passes over its
+JSON, Go quoting, ``{{=`` evaluated) and its manifest is read as go-yaml v2 reads it (merge keys, refused
+escapes). Whatever a DAG author (or whoever triggers a run) puts in a setting, the pod spec is exactly the
+intended one.
 """
 
 from __future__ import annotations
@@ -10,13 +11,13 @@ from __future__ import annotations
 import unicodedata
 
 import pytest
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from airflow_provider_volcano_argo.models.mpi_job_parameters import VolcanoMPIJobParameters
 from airflow_provider_volcano_argo.models.pod_settings import MPIPodSettings
-from airflow_provider_volcano_argo.sandbox.argo.rules import substitute
+from airflow_provider_volcano_argo.sandbox.argo.goyaml import load_manifest
+from airflow_provider_volcano_argo.sandbox.argo.substitution import substitute_template
 from airflow_provider_volcano_argo.templates import TEMPLATE_FILES, workflow_template
 
 HOSTILE = ["{{workflow.name}}", "{{=sprig.upper('x')}}", "{{inputs.parameters.x}}", "a\nb: c", "'\"`$(id)`;",
@@ -35,8 +36,7 @@ def render(parameters: dict[str, str], template: str = "volcano-mpi") -> dict:
     given_.update(parameters)
     scope = {f"workflow.parameters.{k}": v for k, v in given_.items()} | {"workflow.name": "wf-1"}
     step = next(t for t in body["spec"]["templates"] if "resource" in t)
-    manifest = substitute(substitute(step["resource"]["manifest"], scope), scope)
-    return yaml.safe_load(manifest)
+    return load_manifest(substitute_template(step, scope)["resource"]["manifest"])
 
 
 def pods(job: dict) -> dict[str, dict]:
