@@ -1,9 +1,11 @@
 """A nightly pipeline: extract -> transform -> MPI run -> load, publishing an Asset for downstream DAGs.
 
 ``transform`` decides the MPI job's size from the extracted data; the MPI task takes its worker count and
-command from that task's XCom (templated fields), runs as a gang on Volcano, and on success records an event on
-the ``volcano_mpi_nightly_result`` Asset. ``volcano_mpi_nightly_report`` is scheduled on that Asset, so it runs
-after every successful MPI result, not at a guessed time.
+command from that task's XCom (templated fields), reads its input from a PersistentVolumeClaim mounted at
+``/input`` and its credentials from a Secret (resolved by the kubelet: the value never passes through Airflow or
+Argo), runs as a gang on Volcano, and on success records an event on the ``volcano_mpi_nightly_result`` Asset.
+``volcano_mpi_nightly_report`` is scheduled on that Asset, so it runs after every successful MPI result, not at a
+guessed time.
 """
 
 from __future__ import annotations
@@ -23,7 +25,11 @@ with DAG(
     catchup=False,
     tags=["volcano", "mpi", "example"],
     doc_md=__doc__,
-    params={"namespace": Param("argo", type="string")},
+    params={
+        "namespace": Param("argo", type="string"),
+        "input_claim": Param("mpi-nightly-input", type="string"),  # a PVC holding the day's input
+        "credentials_secret": Param("mpi-nightly-credentials", type="string"),  # a Secret with key "token"
+    },
     default_args={"retries": 1, "retry_delay": datetime.timedelta(minutes=5)},
 ) as nightly:
 
@@ -43,6 +49,15 @@ with DAG(
         namespace="{{ params.namespace }}",
         workers="{{ ti.xcom_pull(task_ids='transform')['workers'] }}",
         mpi_command="{{ ti.xcom_pull(task_ids='transform')['program'] }}",
+        mpi_args=["--input", "/input/partitions"],
+        volumes=[{"name": "input", "persistentVolumeClaim": {"claimName": "{{ params.input_claim }}"}}],
+        volume_mounts=[{"name": "input", "mountPath": "/input", "readOnly": True}],
+        env_vars=[
+            {
+                "name": "NIGHTLY_TOKEN",
+                "valueFrom": {"secretKeyRef": {"name": "{{ params.credentials_secret }}", "key": "token"}},
+            }
+        ],
         schedule_timeout=1800,
         execution_timeout=datetime.timedelta(hours=2),
         outlets=[MPI_RESULT],

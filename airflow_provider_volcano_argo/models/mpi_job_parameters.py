@@ -156,3 +156,7 @@ class VolcanoMPIJobParameters:
             for part, value in roles[role].items():
                 parameters[f"{role}-{part}"] = _json(f"pod_overrides[{role!r}]", value)
         return parameters
+
+
+#: the parameters the operator always sends (the custom-template contract); a user's ``parameters`` come beside them
+SENT_PARAMETERS = frozenset(VolcanoMPIJobParameters(job_name="any").to_workflow_parameters())

@@ -12,6 +12,7 @@ from airflow_provider_volcano_argo.exceptions import TemplateOutdatedError
 from airflow_provider_volcano_argo.models.mpi_job_parameters import (
     DEFAULT_IMAGE,
     DEFAULT_INIT_IMAGE,
+    SENT_PARAMETERS,
     VolcanoMPIJobParameters,
 )
 from airflow_provider_volcano_argo.models.names import derive_job_name
@@ -238,7 +239,7 @@ class VolcanoMPIJobOperator(ArgoWorkflowTemplateOperator):
         """Refuse a shipped template installed by an older provider: it would ignore the parameters it lacks."""
         if self.workflow_template not in TEMPLATE_FILES:
             return  # a template of one's own uses the parameters it wants (the README's custom-template contract)
-        missing = undeclared_parameters(template, parameters)
+        missing = undeclared_parameters(template, {k: v for k, v in parameters.items() if k in SENT_PARAMETERS})
         if missing:
             namespace = template["metadata"].get("namespace", self.namespace)
             raise TemplateOutdatedError(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import logging
 import os
@@ -458,3 +459,35 @@ def stop_probe_mid_stream(
         read(line)
     probe.wait(60)
     return result
+
+
+def bound_claim(sandbox, namespace: str, claim: str, files: dict[str, str], node: str = "sandbox-node-0") -> str:
+    """Create ``claim`` bound to a hostPath PersistentVolume on ``node`` holding ``files``; return the PV's name.
+
+    kube-controller-manager's persistentvolume-binder completes the binding (the PV names its claim).
+    """
+    volume = f"{claim}-{namespace}"
+    root = sandbox.kubelet.node_root(node) / "srv" / volume
+    root.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        (root / name).write_text(content)
+    access = {"accessModes": ["ReadOnlyMany"], "storageClassName": ""}
+    sandbox.api.create("persistentvolumes", {
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": volume},
+        "spec": {**access, "capacity": {"storage": "1Gi"}, "hostPath": {"path": f"/srv/{volume}"},
+                 "claimRef": {"namespace": namespace, "name": claim}},
+    }, None)  # fmt: skip
+    sandbox.api.create("persistentvolumeclaims", {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": claim},
+        "spec": {**access, "resources": {"requests": {"storage": "1Gi"}}, "volumeName": volume},
+    }, namespace)  # fmt: skip
+    return volume
+
+
+def create_secret(sandbox, namespace: str, name: str, data: dict[str, str], kind: str = "secrets") -> None:
+    """Create a Secret (or, with ``kind="configmaps"``, a ConfigMap) holding ``data``."""
+    if kind == "secrets":
+        data = {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}
+    body = {"apiVersion": "v1", "kind": "Secret" if kind == "secrets" else "ConfigMap", "metadata": {"name": name},
+            "data": data}  # fmt: skip
+    sandbox.api.create(kind, body, namespace)

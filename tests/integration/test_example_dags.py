@@ -8,6 +8,8 @@ import pytest
 
 from tests.integration.helpers import (
     NEEDS_SDK_RUNNER,
+    bound_claim,
+    create_secret,
     dag_test_runs_in_core,
     example_dag,
     run_dag,
@@ -38,7 +40,14 @@ def test_nightly_pipeline_sizes_the_run_from_xcom_and_its_asset_event_triggers_t
 
     unpause("volcano_mpi_nightly_report")
     dag = example_dag("volcano_mpi_nightly")
-    states, log = run_dag(dag, caplog, capfd, namespace=mpi_namespace)
+    # the input the MPI task reads (a claim kube-controller-manager binds) and its credentials (a Secret): without
+    # either, the kubelet would not start the pods
+    volume = bound_claim(sandbox, mpi_namespace, "mpi-nightly-input", {"partitions": "4\n"})
+    create_secret(sandbox, mpi_namespace, "mpi-nightly-credentials", {"token": "nightly"})
+    try:
+        states, log = run_dag(dag, caplog, capfd, namespace=mpi_namespace)
+    finally:
+        sandbox.api.delete("persistentvolumes", volume, None)
     assert states == {"extract": "success", "transform": "success", "simulate": "success", "load": "success"}, log[
         -3000:
     ]

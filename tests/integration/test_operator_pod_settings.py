@@ -6,29 +6,23 @@ volumes name, and runs ``mpi_echo``, which prints its argv, the env it was asked
 
 from __future__ import annotations
 
-import base64
 import json
 import threading
 import uuid
+from pathlib import Path
 
 import pytest
+import yaml
 
 from airflow_provider_volcano_argo.sandbox import NodeCapacity, Sandbox, SandboxOptions
-from tests.integration.helpers import install_mpi_templates, run_dag, xcom_result
+from airflow_provider_volcano_argo.sandbox.kubelet.shell import ShellProgram
+from tests.integration.helpers import bound_claim, create_secret, install_mpi_templates, run_dag, xcom_result
 from tests.integration.reliability import leftovers
 
 pytestmark = pytest.mark.integration
 
 #: carried as data: every one reaches mpiexec's argv as it is
 HOSTILE_ARGS = ["a b", "$(id)", "`id`", "{{workflow.name}}", "{{=sprig.upper('x')}}", "it's", '--opt="a b"', ";", "*"]
-
-
-def _create(sandbox, namespace: str, kind: str, name: str, data: dict[str, str]) -> None:
-    if kind == "secrets":
-        data = {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}
-    api_kind = "Secret" if kind == "secrets" else "ConfigMap"
-    body = {"apiVersion": "v1", "kind": api_kind, "metadata": {"name": name}, "data": data}
-    sandbox.api.create(kind, body, namespace)
 
 
 def settings(annotation: str) -> dict:
@@ -68,9 +62,9 @@ def test_data_secrets_and_launcher_settings_reach_the_pods_and_the_program(sandb
     from tests.dags.mpi_test_dags import mpi_overrides
 
     secret_value = f"from-the-secret-{uuid.uuid4().hex[:6]}"
-    _create(sandbox, mpi_namespace, "secrets", "solver-creds", {"token": secret_value})
-    _create(sandbox, mpi_namespace, "configmaps", "mesh", {"mesh.h5": "MESH v1"})
-    _create(sandbox, mpi_namespace, "configmaps", "solver-settings", {"LEVEL": "3"})
+    create_secret(sandbox, mpi_namespace, "solver-creds", {"token": secret_value})
+    create_secret(sandbox, mpi_namespace, "mesh", {"mesh.h5": "MESH v1"}, "configmaps")
+    create_secret(sandbox, mpi_namespace, "solver-settings", {"LEVEL": "3"}, "configmaps")
     annotation = "line one\nline two: {{workflow.name}} $(id)"
     states, log = run_dag(mpi_overrides, caplog, capfd, namespace=mpi_namespace, overrides=settings(annotation))
     assert states == {"mpi": "success"}, log[-3000:]
@@ -185,3 +179,66 @@ def test_gpu_workers_land_only_on_the_tainted_gpu_node_with_the_toleration(gpu_s
     assert states == {"mpi": "failed"}
     assert "untolerated taint {nvidia.com/gpu: present}" in log, log[-3000:]
     assert leftovers(gpu_sandbox, gpu_namespace)[0] == 0
+
+
+# -- the README's example, as written -----------------------------------------------------------------------
+def readme_example() -> str:
+    """Return the README's operator example (the first Python block under "Using the operator")."""
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = text.split("## Using the operator\n", 1)[1]
+    return section.split("```python\n", 1)[1].split("```\n", 1)[0]
+
+
+def test_the_readmes_example_runs_as_written(sandbox, mpi_namespace, caplog, capfd):
+    code = readme_example()
+    assert code.count('namespace="argo"') == 1
+    ns = mpi_namespace
+    volume = bound_claim(sandbox, ns, "mesh-data", {"mesh.h5": "MESH v1\n"})
+    try:
+        create_secret(sandbox, ns, "solver-credentials", {"token": "t0ken"})
+        create_secret(sandbox, ns, "registry-credentials", {"note": "the sandbox pulls no image"})
+        sandbox.kubelet.programs.script(
+            ShellProgram(mpi_programs={"solver": "mpi_echo"}), namespace=ns, image="registry.example.com/hpc/*"
+        )
+        scope: dict = {}
+        exec(compile(code.replace('namespace="argo"', f'namespace="{ns}"'), "README.md", "exec"), scope)
+        states, log = run_dag(scope["dag"], caplog, capfd)
+    finally:
+        sandbox.kubelet.programs.clear()
+        sandbox.api.delete("persistentvolumes", volume, None)
+    assert states == {"plan": "success", "simulate": "success"}, log[-3000:]
+    assert 'argv ["--mesh","/data/mesh.h5","--steps","1000"]' in log
+    assert "rank 7 of 8 on " in log  # 2 workers from plan's XCom, 4 slots each
+    assert sandbox.api.get("persistentvolumeclaims", "mesh-data", ns)["status"]["phase"] == "Bound"
+
+
+def test_a_template_that_is_not_ours_runs_under_the_contract(sandbox, mpi_namespace, caplog, capfd):
+    """docs/examples/mpi-launcher-template.yaml: steps instead of a DAG, tasks `launcher` and `worker`, its own
+    parameter, and of the parameters always sent only those it wants (undeclared ones are Argo globals).
+    """
+    from tests.dags.mpi_test_dags import mpi_overrides
+
+    template = yaml.safe_load((Path(__file__).resolve().parents[2] / "docs/examples/mpi-launcher-template.yaml")
+                              .read_text())
+    sandbox.api.create("workflowtemplates", template, mpi_namespace)
+    overrides = {
+        "workflow_template": "mpi-launcher",
+        "log_task": "launcher",
+        "parameters": {"hosts-file": "/etc/volcano/worker.host"},
+        "workers": 2,
+        "mpi_command": "mpi_echo",
+        "mpi_args": ["a b", "{{workflow.name}}"],
+        "worker_resources": {"requests": {"cpu": "50m"}},
+        "on_finish_action": "keep_workflow",
+    }
+    states, log = run_dag(mpi_overrides, caplog, capfd, namespace=mpi_namespace, overrides=overrides)
+    assert states == {"mpi": "success"}, log[-3000:]
+    assert 'rank 1 of 2 on ' in log and ': argv ["a b","{{workflow.name}}"]' in log
+    result = xcom_result(mpi_overrides.dag_id, "mpi")
+    job = sandbox.api.get("vcjobs", result["job_name"], mpi_namespace)
+    assert job["metadata"]["ownerReferences"][0]["kind"] == "Workflow"
+    worker = next(t for t in job["spec"]["tasks"] if t["name"] == "worker")["template"]["spec"]["containers"][0]
+    assert worker["resources"]["requests"]["cpu"] == "50m"  # the mpiworker-container parameter, merged as data
+    workflow = sandbox.api.list("workflows", mpi_namespace)["items"][0]
+    sandbox.api.delete("workflows", workflow["metadata"]["name"], mpi_namespace)
+    assert leftovers(sandbox, mpi_namespace)[0] == 0

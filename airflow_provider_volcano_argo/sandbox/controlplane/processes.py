@@ -167,7 +167,9 @@ class ControlPlane:
         return [
             str(self.binaries.kube_controller_manager),
             f"--kubeconfig={self.admin_kubeconfig}",
-            "--controllers=garbagecollector,serviceaccount,serviceaccount-token,namespace,resourcequota",
+            # persistentvolume-binder: claims bind to PersistentVolumes as on a cluster (the kubelet mounts bound ones)
+            "--controllers=garbagecollector,serviceaccount,serviceaccount-token,namespace,resourcequota,"
+            "persistentvolume-binder",
             f"--service-account-private-key-file={self.pki.sa_key_file}",
             f"--root-ca-file={self.pki.ca_file}",
             "--leader-elect=false",

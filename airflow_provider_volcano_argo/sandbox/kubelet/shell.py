@@ -245,10 +245,18 @@ def split_words(
 
 
 class ShellProgram(Program):
-    """Runs the container's argv: an ``sh -c`` script with the subset above, or one command."""
+    """Runs the container's argv: an ``sh -c`` script with the subset above, or one command.
+
+    ``mpi_programs`` names the MPI programs of an image of one's own by the sandbox program that stands for each
+    (``{"solver": "mpi_echo"}``): ``mpiexec ... solver ARGS`` then prints what ``mpi_echo ARGS`` would.
+    """
+
+    def __init__(self, mpi_programs: dict[str, str] | None = None) -> None:
+        self.mpi_programs = dict(mpi_programs or {})
 
     def run(self, ctx: ContainerContext) -> int:
         shell = _Shell(ctx)
+        shell.mpi_programs = self.mpi_programs
         argv = argv_of(ctx.container)
         invocation = shell_invocation(argv)
         if invocation is None:
@@ -278,6 +286,7 @@ class _Shell:
         self.exported: set[str] = set(self.variables)
         self.name = "sh"
         self.positionals: list[str] = []
+        self.mpi_programs: dict[str, str] = {}
 
     def words(self, text: str, split: bool = True) -> list[str]:
         return split_words(text, self.variables, self.positionals, self.name, self.capture, split)
@@ -372,6 +381,7 @@ class _Shell:
                 return 1
             hosts = [ln.split()[0] for ln in content.splitlines() if ln.strip() and not ln.startswith("#")]
         program = command.program.rsplit("/", 1)[-1]
+        program = self.mpi_programs.get(program, program)
         processes = command.processes or max(len(hosts), 1)
         if program == "mpi_hello_world":
             lines = mpiexec.hello_lines(hosts, processes)
