@@ -58,6 +58,11 @@ class AirflowDeployment:
             "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
             "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "False",
             "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
+            # The task supervisor's select() timeout. Once the task process has closed its sockets but is not yet
+            # reaped, the supervisor sleeps this long before it notices the exit (up to 5 s by default), and the
+            # executor's success event of a defer-exit arriving that late fails a task the trigger has already
+            # resumed (apache/airflow#72716). 1 s (the minimum) narrows that window; it is not closed.
+            "AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL": "1",
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
             "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "1",
             "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": str(TRIGGERER_HEALTH_SECONDS),
