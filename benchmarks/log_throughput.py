@@ -25,7 +25,8 @@ GOAL_RATIO = 0.8
 THROUGHPUT_LOG_MAX_SIZE = 64 * 1024 * 1024
 ROTATION_WRITE_DELAY = 15.0  # s the master waits before writing, so that the reader is connected first
 ROTATION_POLL_INTERVAL = 10.0
-NOTICE = "may be missing"
+#: the task log saying lines may be missing: a gap after lines shown, or a log that begins after its container started
+NOTICES = ("may be missing", "may have rotated those lines away")
 STALL_SECONDS = 150.0  # our reader gives up after this long without a new line
 READER_TIMEOUT = float(os.environ.get("BENCH_READER_TIMEOUT", "900"))  # s a reader may take
 
@@ -46,7 +47,7 @@ class LineCheck:
 
     def see(self, text: str) -> None:
         if not text.startswith("line "):
-            if NOTICE in text:  # the task log saying lines may be missing (log rotated)
+            if any(notice in text for notice in NOTICES):  # the task log saying lines may be missing (log rotated)
                 self.notices += 1
                 self._noticed = True
             return  # the trigger's progress and header lines
@@ -428,9 +429,9 @@ def main() -> None:
         f"rotation rows: `containerLogMaxSize` {default_max_size // 2**20} MiB (the kubelet's default); a job per "
         f"reader whose master waits {ROTATION_WRITE_DELAY:.0f} s (the reader connects meanwhile) and then writes "
         f"{max(sizes):,} lines as fast as it can; lines/s from the first line to the last; 'polled' is ours with "
-        f"`log_poll_interval={ROTATION_POLL_INTERVAL:g}`; notices: task-log lines saying lines may be missing; "
-        "unannounced: lines lost in a gap that no notice came right before (a read that has shown nothing yet has "
-        "no cursor to miss: a log that rotates before the first read that gets lines loses its start silently)",
+        f"`log_poll_interval={ROTATION_POLL_INTERVAL:g}`; notices: task-log lines saying lines may be missing (a gap "
+        "after lines shown, or a log that begins more than a second after its container started, when the read may "
+        "have come too late for its start); unannounced: lines lost in a gap that no notice came right before",
     ]
     notes += notes_extra
     if results[largest]["ceiling_ratio"] < GOAL_RATIO:
