@@ -5,7 +5,8 @@ Lines go in order, nothing lost, nothing repeated.
 Each container instance (pod uid + container + restart count) has its own ``LogCursor``. Reading starts at the
 cursor's ``sinceTime`` (second precision on the wire) and the cursor drops what was already shown, so a dropped
 connection, an API server restart or a new trigger (triggerer restart) resumes exactly where the last one stopped,
-as long as the kubelet still serves it: a read that finds the log rotated past its cursor says so in the task log.
+as long as the kubelet still serves it: a read that finds the log rotated past its cursor says so in the task log,
+and so does the first read that gets lines of a log whose start it may have come too late for (``models/log_start.py``).
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ from airflow_provider_volcano_argo.exceptions import ApiNotFoundError
 from airflow_provider_volcano_argo.models.container_instances import (
     LogRead,
     instance_finished,
+    instance_started_at,
     job_of_pod,
     log_instances,
     log_read,
+    started_instances,
 )
 from airflow_provider_volcano_argo.models.log_cursor import (
     CursorBook,
@@ -36,6 +39,7 @@ from airflow_provider_volcano_argo.models.log_cursor import (
     format_timestamp,
     parse_log_line,
 )
+from airflow_provider_volcano_argo.models.log_start import StartCoverage, late_start_seconds
 from airflow_provider_volcano_argo.models.resources import PODS
 from airflow_provider_volcano_argo.models.results import bounded_tails
 
@@ -73,9 +77,12 @@ class InstanceStream:
     slots: FollowedLogSlots | None = None  # the triggerer's limit on followed logs (default: the running loop's)
     where: Callable[[], LogRead | None] | None = None  # how pods/log serves it now (default: current, is_finished)
     after: asyncio.Task | None = None  # the stream of the container's instance before: its lines come first
+    started_at: Callable[[], int | None] | None = None  # the instance's startedAt (ns), from the pod watch
+    start_seen_at: float | None = None  # time.monotonic() when the pod watch showed the instance start (not before)
     tail: deque = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
     lines_emitted: int = 0
     overflowed: bool = False  # told the task log once that this log is read every few seconds
+    _check_start: bool = False  # this read's first line is to be checked against the start (models/log_start.py)
 
     async def run(self) -> None:
         """Stream until the instance ended (or its pod is gone), reconnecting from the cursor as needed."""
@@ -89,6 +96,7 @@ class InstanceStream:
         cursor = self.book.cursor(self.key)
         slots = self.slots or followed_log_slots()
         reconnect = Reconnect(f"log stream of {self.pod}")
+        coverage = StartCoverage(self.start_seen_at)
         if self.poll_interval:
             # a random part of the interval first: runs deferred (or resumed by a restarted triggerer) together
             # then read at different times, through a few pooled connections instead of one each at once
@@ -105,12 +113,15 @@ class InstanceStream:
                 self._tell_overflow(slots)
                 await self._wait_for_end(slots.overflow_poll_interval * random.random())
                 continue
+            from_start = coverage.opening(follow, finished_before, time.monotonic())
             try:
-                await self._read(cursor, follow=follow, previous=where.previous)
+                await self._read(cursor, follow=follow, previous=where.previous, from_start=from_start)
+                coverage.closed(follow, clean=True, now=time.monotonic())
                 reconnect.reset()
             except ApiNotFoundError:  # pod deleted: what was streamed is all there is
                 break
             except Exception as exc:  # 400 while the container is still being created, 5xx, dropped connection
+                coverage.closed(follow, clean=False, now=time.monotonic())
                 await reconnect.recover(exc)
                 continue
             finally:
@@ -149,6 +160,14 @@ class InstanceStream:
             f"between {format_timestamp(shown_ns)} and {format_timestamp(next_ns)} may be missing"
         )
 
+    def _tell_late_start(self, first_ns: int, late_seconds: float) -> None:
+        # no cursor yet to find a gap with: lines written before this one may have rotated away before any read
+        self.emit(
+            f"the log of {self.pod} begins at {format_timestamp(first_ns)}, {late_seconds:.0f} s after the container "
+            "started: if the container wrote before that, the kubelet may have rotated those lines away "
+            "(containerLogMaxSize) before they were read"
+        )
+
     async def _wait_for_end(self, seconds: float) -> None:
         """Sleep ``seconds``, but notice within a second that the instance ended (its last read is due)."""
         deadline = time.monotonic() + seconds
@@ -156,10 +175,12 @@ class InstanceStream:
         while not self.is_finished() and time.monotonic() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(min(1.0, max(deadline - time.monotonic(), 0.0)))
 
-    async def _read(self, cursor: LogCursor, follow: bool, previous: bool = False) -> None:
+    async def _read(self, cursor: LogCursor, follow: bool, previous: bool = False, from_start: bool = False) -> None:
         splitter = LineSplitter(MAX_LINE_BYTES)
         cursor.rewind()
         since = cursor.since_time()
+        # with nothing shown yet, a read that may have come too late for the start checks its first line
+        self._check_start = not cursor.timestamp_ns and not from_start and self.started_at is not None
         async for chunk in self.hook.stream_log(self.pod, self.container, self.namespace, since, follow, previous):
             for raw in splitter.feed(chunk):
                 self._accept(cursor, raw)
@@ -173,6 +194,11 @@ class InstanceStream:
         if cursor.gap:
             self._tell_gap(*cursor.gap)
             cursor.gap = None
+        if self._check_start and line.timestamp_ns:
+            self._check_start = False
+            late = late_start_seconds(line.timestamp_ns, self.started_at())  # type: ignore[misc]
+            if late is not None:
+                self._tell_late_start(line.timestamp_ns, late)
         text = self.prefix + line.text
         self.emit(text)
         self.tail.append(text)
@@ -206,6 +232,8 @@ class PodLogForwarder:
         self.pods: dict[str, dict] = {}
         self.streams: dict[str, tuple[asyncio.Task, InstanceStream]] = {}
         self.stream_jobs: dict[str, str] = {}
+        # when the watch showed each instance start, having shown its pod before without it (models/log_start.py)
+        self.start_seen: dict[str, float] = {}
         # per pod name, the stream started last: the next instance under that name (a restart in the pod, or the
         # pod re-created by RestartJob) waits for it, so that no line comes under another instance's header
         self.last_stream_of: dict[str, asyncio.Task] = {}
@@ -223,8 +251,12 @@ class PodLogForwarder:
             uid = pod["metadata"]["uid"]
             if kind == "DELETED":
                 self.pods.pop(uid, None)
-            else:
-                self.pods[uid] = pod
+                continue
+            old = self.pods.get(uid)
+            if kind != "SYNCED" and old is not None:  # a list (first, or after a lost watch) may come late
+                for key in started_instances(pod, self.container) - started_instances(old, self.container):
+                    self.start_seen.setdefault(key, time.monotonic())
+            self.pods[uid] = pod
         self.start_streams()
         self.synced = self.synced or kind == "SYNCED"
         self.on_change()
@@ -256,6 +288,8 @@ class PodLogForwarder:
                 poll_interval=self.poll_interval,
                 where=lambda k=key: log_read(self.pods.values(), k),
                 after=self.last_stream_of.get(name),
+                started_at=lambda k=key: instance_started_at(self.pods.values(), k),
+                start_seen_at=self.start_seen.get(key),
             )
             self.streams[key] = (asyncio.create_task(stream.run()), stream)
             self.last_stream_of[name] = self.streams[key][0]

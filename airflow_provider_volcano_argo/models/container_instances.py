@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from airflow_provider_volcano_argo.models.log_cursor import parse_timestamp
 from airflow_provider_volcano_argo.models.names import VOLCANO_JOB_NAME_LABEL, VOLCANO_RETRY_COUNT_ANNOTATION
 
 if TYPE_CHECKING:
@@ -124,6 +125,42 @@ def log_read(pods: Iterable[dict], key: str) -> LogRead | None:
             return LogRead(previous=True, ended=True)
         if _current(status) == int(restart):
             return LogRead(previous=False, ended="terminated" in (status.get("state") or {}))
+        return None
+    return None
+
+
+def started_instances(pod: dict, container: str) -> set[str]:
+    """Return the keys of the instances of ``container`` in ``pod`` that have started (current or ``lastState``)."""
+    status = _container_status(pod, container)
+    if not status:
+        return set()
+    uid = pod["metadata"]["uid"]
+    restarts = {r for r in (_last_terminated(status), _current(status)) if r is not None}
+    return {instance_key(uid, container, r) for r in restarts}
+
+
+def instance_started_at(pods: Iterable[dict], key: str) -> int | None:
+    """Return when an instance started (ns since the epoch, as its status says: whole seconds), or None.
+
+    ``state.running.startedAt`` or ``state.terminated.startedAt`` for the current instance, ``lastState``'s for the
+    one before; None when the status no longer holds it (see ``log_read``) or gives no valid time.
+    """
+    uid, container, restart = key.rsplit("/", 2)
+    for pod in pods:
+        if pod["metadata"]["uid"] != uid:
+            continue
+        status = _container_status(pod, container) or {}
+        if _last_terminated(status) == int(restart):
+            states = [(status.get("lastState") or {}).get("terminated")]
+        elif _current(status) == int(restart):
+            states = [(status.get("state") or {}).get(s) for s in ("running", "terminated")]
+        else:
+            return None
+        for state in states:
+            try:
+                return parse_timestamp((state or {})["startedAt"])
+            except (KeyError, TypeError, ValueError):
+                continue
         return None
     return None
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+from dataclasses import dataclass
 
 import pytest
 
@@ -25,6 +26,7 @@ POD = f"{JOB}-mpimaster-0"
 #: 80 lines of ~230 bytes at 10 a second: the log rotates every ~35 lines (8 KiB) or ~18 (4 KiB)
 LINES = 80
 NOTICE = "was rotated by the kubelet (containerLogMaxSize)"
+START_NOTICE = "may have rotated those lines away (containerLogMaxSize) before they were read"
 
 
 def _master(**program) -> ScriptedProgram:
@@ -89,6 +91,35 @@ def test_a_polled_read_that_finds_the_log_rotated_past_its_cursor_says_lines_may
             step = int(line.split()[1])
             assert step == previous + 1 or NOTICE in before, (previous, step, before)  # never a silent gap
             previous = step
+
+
+@dataclass
+class _LateBurst(ScriptedProgram):
+    """Silent for ``delay`` seconds, then every line at once."""
+
+    delay: float = 3.0
+
+    def run(self, ctx) -> int:
+        return super().run(ctx) if ctx.sleep(self.delay) else 137
+
+
+def test_a_polled_read_of_a_log_rotated_before_its_first_read_says_its_start_may_be_gone(sandbox, submit):
+    """Row k: the master writes 80 lines at once 3 s after it started, between two reads every 5 s: they rotate
+    before any read gets one. The read that gets the first line has no cursor to find a gap with; its first line,
+    stamped 3 s after the container's ``startedAt``, says the start may have rotated away.
+    """
+    ns, submit_run = submit
+    wf = submit_run(_LateBurst(count=LINES, line_template="step {i:02d} ", line_bytes=200, duration=1), 4096)
+    shown: list[str] = []
+    event = asyncio.run(_trigger(ns, wf, shown, log_poll_interval=5).run().__anext__())
+    keep_for_secret_scan("\n".join(shown))
+    assert event.payload["status"] == "success", event.payload
+    steps = _steps(shown)
+    assert 0 < steps[0] and steps == list(range(steps[0], LINES)), steps  # the last 4 KiB
+    first = shown.index(f"step {steps[0]:02d} ".ljust(200, "x"))
+    notice = shown[first - 1]
+    assert notice.startswith(f"the log of {POD} begins at ") and START_NOTICE in notice, shown[: first + 1]
+    assert " s after the container started" in notice and [line for line in shown if START_NOTICE in line] == [notice]
 
 
 def test_a_followed_log_survives_rotation_and_loses_nothing_though_a_read_gets_only_the_current_file(sandbox, submit):

@@ -7,10 +7,13 @@ from airflow_provider_volcano_argo.models.container_instances import (
     LogRead,
     exit_codes,
     instance_finished,
+    instance_started_at,
     job_of_pod,
     log_instances,
     log_read,
+    started_instances,
 )
+from airflow_provider_volcano_argo.models.log_cursor import parse_timestamp
 
 
 def _pod(uid: str, restart: int, state: str, retry: str = "0") -> dict:
@@ -171,3 +174,30 @@ def test_instances_seen_only_as_last_state_are_listed_too():
     assert keys == ["p1/mpimaster/1"]
     keys = [i.key for _, i in log_instances([_restarting(2, {"running": {}}, last=1)], "mpimaster", {"j"})]
     assert keys == ["p1/mpimaster/1", "p1/mpimaster/2"]
+
+
+def test_started_instances_are_the_current_and_the_last_state():
+    assert started_instances(_instance_pod("a", "p1", "t", "0", state={"waiting": {}}), "mpimaster") == set()
+    assert started_instances({"metadata": {"uid": "p1"}, "status": {}}, "mpimaster") == set()
+    assert started_instances(_restarting(0, {"running": {}}, None), "mpimaster") == {"p1/mpimaster/0"}
+    assert started_instances(_restarting(2, {"running": {}}, last=1), "mpimaster") == {
+        "p1/mpimaster/1",
+        "p1/mpimaster/2",
+    }
+
+
+def test_an_instance_started_when_its_own_state_says():
+    """``startedAt`` of the state that holds the instance: running or terminated, or lastState's for the one before."""
+    at = {"startedAt": "2026-12-05T08:00:07Z"}
+    seven = parse_timestamp("2026-12-05T08:00:07Z")
+    assert instance_started_at([_restarting(0, {"running": at}, None)], "p1/mpimaster/0") == seven
+    assert instance_started_at([_restarting(0, {"terminated": at}, None)], "p1/mpimaster/0") == seven
+    pod = _restarting(2, {"running": {"startedAt": "2026-12-05T08:01:00Z"}}, last=1)
+    pod["status"]["containerStatuses"][0]["lastState"]["terminated"].update(at)
+    assert instance_started_at([pod], "p1/mpimaster/1") == seven
+    assert instance_started_at([pod], "p1/mpimaster/2") == parse_timestamp("2026-12-05T08:01:00Z")
+    assert instance_started_at([pod], "p1/mpimaster/0") is None  # served no more
+    assert instance_started_at([], "p1/mpimaster/2") is None  # pod gone
+    assert instance_started_at([_restarting(0, {"running": {}}, None)], "p1/mpimaster/0") is None  # not said
+    bad = {"running": {"startedAt": "yesterday"}}
+    assert instance_started_at([_restarting(0, bad, None)], "p1/mpimaster/0") is None
