@@ -182,16 +182,10 @@ def test_gpu_workers_land_only_on_the_tainted_gpu_node_with_the_toleration(gpu_s
 
 
 # -- the README's example, as written -----------------------------------------------------------------------
-def readme_example() -> str:
-    """Return the README's operator example (the first Python block under "Using the operator")."""
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = text.split("## Using the operator\n", 1)[1]
-    return section.split("```python\n", 1)[1].split("```\n", 1)[0]
-
-
 def test_the_readmes_example_runs_as_written(sandbox, mpi_namespace, caplog, capfd):
-    code = readme_example()
-    assert code.count('namespace="argo"') == 1
+    from tests.dags import readme_dags
+
+    assert readme_dags.readme_example().count('namespace="argo"') == 1  # the one line the DAG file changes
     ns = mpi_namespace
     volume = bound_claim(sandbox, ns, "mesh-data", {"mesh.h5": "MESH v1\n"})
     try:
@@ -200,9 +194,7 @@ def test_the_readmes_example_runs_as_written(sandbox, mpi_namespace, caplog, cap
         sandbox.kubelet.programs.script(
             ShellProgram(mpi_programs={"solver": "mpi_echo"}), namespace=ns, image="registry.example.com/hpc/*"
         )
-        scope: dict = {}
-        exec(compile(code.replace('namespace="argo"', f'namespace="{ns}"'), "README.md", "exec"), scope)
-        states, log = run_dag(scope["dag"], caplog, capfd)
+        states, log = run_dag(readme_dags.dag, caplog, capfd, namespace=ns)
     finally:
         sandbox.kubelet.programs.clear()
         sandbox.api.delete("persistentvolumes", volume, None)
