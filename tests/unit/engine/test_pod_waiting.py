@@ -87,7 +87,7 @@ def test_events_are_read_for_a_pod_stuck_creating_once_per_interval():
     asyncio.run(reporter.report([pod], {"mpi-x"}))
     assert len(hook.calls) == 2  # the next heartbeat: read again, the same message is not told again
     assert lines == [
-        'pod mpi-x-mpimaster-0: containers waiting ContainerCreating: FailedMount: MountVolume.SetUp failed for '
+        "pod mpi-x-mpimaster-0: containers waiting ContainerCreating: FailedMount: MountVolume.SetUp failed for "
         'volume "data" : not found'
     ]
 

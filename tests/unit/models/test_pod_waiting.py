@@ -86,7 +86,7 @@ def test_the_newest_failed_mount_of_this_pod_is_told():
     notice = creating_notice(pod, events)
     assert notice is not None
     assert notice.line == (
-        'pod mpi-x-mpimaster-0: containers waiting ContainerCreating: FailedMount: MountVolume.SetUp failed for volume'
+        "pod mpi-x-mpimaster-0: containers waiting ContainerCreating: FailedMount: MountVolume.SetUp failed for volume"
         ' "data" : new'
     )
     assert creating_notice(pod, events[2:]) is None
