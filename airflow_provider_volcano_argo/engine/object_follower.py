@@ -14,6 +14,7 @@ from airflow_provider_volcano_argo.engine.cursor_keeper import CursorKeeper, Cur
 from airflow_provider_volcano_argo.engine.follow_loop import FollowLoop
 from airflow_provider_volcano_argo.engine.informer import SharedObjectWatcher
 from airflow_provider_volcano_argo.engine.pod_logs import PodLogForwarder
+from airflow_provider_volcano_argo.engine.pod_waiting import PodWaitingReporter
 from airflow_provider_volcano_argo.models.follow import FollowOutcome
 from airflow_provider_volcano_argo.models.log_cursor import CursorBook
 from airflow_provider_volcano_argo.models.phases import ObjectKind, phase_of, phase_verdict
@@ -48,6 +49,7 @@ class ObjectPhaseFollower(FollowLoop):
         self.exists: bool | None = None  # None until the first list
         self.seen = False
         logs, keeper, self.cursor_store = None, None, None
+        self.waiting: PodWaitingReporter | None = None
         if log_task and kind == "volcano_job":
             book = CursorBook()
             logs = PodLogForwarder(
@@ -59,6 +61,7 @@ class ObjectPhaseFollower(FollowLoop):
                 book=book,
                 emit=emit,
             )
+            self.waiting = PodWaitingReporter(hook, namespace, emit)
             if cursor_store is not None:
                 keeper, self.cursor_store = CursorKeeper(book, cursor_store.save), cursor_store
         super().__init__(logs, keeper)
@@ -84,6 +87,8 @@ class ObjectPhaseFollower(FollowLoop):
         return watchers
 
     async def step(self, now: float) -> FollowOutcome | None:
+        if self.logs is not None and self.waiting is not None:  # why the log task's containers do not start
+            await self.waiting.report(self.logs.pods.values(), {self.name})
         phase = phase_of(self.kind, self.obj)
         if self.exists is not None and (self.logs is None or self.logs.synced):
             verdict = phase_verdict(phase, self.exists, self.target_phases, self.failure_phases, self.seen)

@@ -18,6 +18,7 @@ from airflow_provider_volcano_argo.engine.cursor_keeper import CursorKeeper
 from airflow_provider_volcano_argo.engine.follow_loop import FollowLoop
 from airflow_provider_volcano_argo.engine.informer import SharedObjectWatcher
 from airflow_provider_volcano_argo.engine.pod_logs import PodLogForwarder
+from airflow_provider_volcano_argo.engine.pod_waiting import PodWaitingReporter
 from airflow_provider_volcano_argo.exceptions import VolcanoArgoApiError
 from airflow_provider_volcano_argo.models.admission import (
     attempt_key,
@@ -95,6 +96,7 @@ class WorkflowFollower(FollowLoop):
         self._told_outliving = False
         self._admitted: set[str] = set()  # attempt keys (models.admission) the gang scheduler admitted
         self._job_pods: dict[str, list[dict]] = {}  # every pod of each Job, listed once the outcome is known
+        self.waiting = PodWaitingReporter(hook, spec.namespace, emit, events_interval=HEARTBEAT_SECONDS)
 
     def _changed(self) -> None:
         self.changed.set()
@@ -256,6 +258,8 @@ class WorkflowFollower(FollowLoop):
 
     async def step(self, now: float) -> FollowOutcome | None:
         self._report_progress()
+        if self.spec.stream_logs:  # why the log task's containers do not start, from the pods watched already
+            await self.waiting.report(self.logs.pods.values(), set(self.jobs))
         if not self._synced():  # decide on a complete picture (a job that ended before we looked, and its log),
             return deadline_outcome(self.spec, now)  # but the deadline holds while nothing could be listed
         outcome = self._decide(now)
