@@ -12,6 +12,7 @@ import json
 
 import pytest
 
+from airflow_provider_volcano_argo.sandbox.controlplane.crds import server_minor
 from airflow_provider_volcano_argo.sandbox.kubelet.programs import Program
 from tests.integration.helpers import phase_of, pod_log, volcano_job, wait_for
 
@@ -190,6 +191,11 @@ HOSTILE = ["--in", "/data/a b", "$(id)", '--opt="a b"', "{{workflow.name}}", "it
 
 def test_an_mpi_echo_master_prints_hostile_arguments_verbatim(sandbox, sandbox_namespace):
     ns = sandbox_namespace
+    hostile = HOSTILE
+    if sandbox.options.crds == "upstream" and server_minor(sandbox.api) < 22:
+        # Seen on Debian's kube-apiserver 1.20: a "" in the upstream CRD's typed string list is refused as "null"
+        # (422), as that server refuses `default: ""` (crds.adapt_for_server, which 1.22 accepts).
+        hostile = [arg for arg in HOSTILE if arg]
     job = volcano_job("echo", workers=2)
     master = job["spec"]["tasks"][0]["template"]["spec"]["containers"][0]
     master["command"] = [
@@ -199,14 +205,14 @@ def test_an_mpi_echo_master_prints_hostile_arguments_verbatim(sandbox, sandbox_n
         'exec mpiexec --allow-run-as-root --host ${MPI_HOST} -np 2 --mca btl tcp -x MODE=fast mpi_echo "$@"',
         "mpi",
     ]
-    master["args"] = HOSTILE
+    master["args"] = hostile
     master["env"] = [
         {"name": "MPI_ECHO_ENV", "value": "MODE"},
         {"name": "MPI_ECHO_FILES", "value": "/etc/volcano/mpiworker.host"},
     ]
     sandbox.api.create("vcjobs", job, ns)
     wait_for(lambda: phase_of(sandbox.api, "vcjobs", "echo", ns) == "Completed", 30, what="job Completed")
-    argv = json.dumps(HOSTILE, separators=(",", ":"))
+    argv = json.dumps(hostile, separators=(",", ":"))
     assert pod_log(sandbox.api, ns, "echo-mpimaster-0", "mpimaster").splitlines() == [
         f"rank 0 of 2 on echo-mpiworker-0: argv {argv}",
         f"rank 1 of 2 on echo-mpiworker-1: argv {argv}",
