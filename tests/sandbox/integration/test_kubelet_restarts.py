@@ -54,6 +54,17 @@ def _init_state(api, ns: str, pod: str) -> dict:
     return statuses[0].get("state") or {}
 
 
+def _describe(api, ns: str, pod: str) -> str:  # what a timeout reports: where the pod is, and its nodes' load
+    found = api.get_or_none("pods", pod, ns) or {}
+    node = (found.get("spec") or {}).get("nodeName")
+    running = [
+        f"{p['metadata']['namespace']}/{p['metadata']['name']}@{p['spec'].get('nodeName')}"
+        for p in api.list("pods")["items"]
+        if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+    ]
+    return f"pod: node {node!r}, status {found.get('status')!r}\nunfinished pods: {running}"
+
+
 def test_a_restarted_container_restarts_at_once_then_crash_loops_and_logs_follow_its_status(sandbox, sandbox_namespace):
     """``OnFailure`` with exits 1, 1, 1, 0: the first restart without back-off, then CrashLoopBackOff (waiting, the
     exited instance as ``lastState``, its ``restartCount``); while it waits, both reads serve the exited instance;
@@ -120,7 +131,12 @@ def test_logs_of_a_container_not_started_are_400_and_never_an_earlier_pod_of_tha
         api.delete("pods", "same-name", ns)
         wait_for(lambda: api.get_or_none("pods", "same-name", ns) is None, 30, what="first pod gone")
         api.create("pods", _pod("same-name", "Never", init=True), ns)  # its init container runs on
-        wait_for(lambda: "running" in _init_state(api, ns, "same-name"), 60, what="the new pod's init container")
+        wait_for(
+            lambda: "running" in _init_state(api, ns, "same-name"),
+            60,
+            what="the new pod's init container",
+            describe=lambda: _describe(api, ns, "same-name"),
+        )
         with pytest.raises(ApiException) as refused:
             _log(api, ns, "same-name")
         assert refused.value.status == 400 and "is waiting to start" in str(refused.value.body), refused.value.body
