@@ -16,7 +16,14 @@ import yaml
 
 from airflow_provider_volcano_argo.sandbox import NodeCapacity, Sandbox, SandboxOptions
 from airflow_provider_volcano_argo.sandbox.kubelet.shell import ShellProgram
-from tests.integration.helpers import bound_claim, create_secret, install_mpi_templates, run_dag, xcom_result
+from tests.integration.helpers import (
+    bound_claim,
+    create_secret,
+    install_mpi_templates,
+    run_dag,
+    wait_for,
+    xcom_result,
+)
 from tests.integration.reliability import leftovers
 
 pytestmark = pytest.mark.integration
@@ -134,6 +141,7 @@ class NodeRecorder(threading.Thread):
     def __init__(self, sandbox, namespace: str) -> None:
         super().__init__(daemon=True)
         self.sandbox, self.namespace, self.nodes = sandbox, namespace, {}
+        self.specs: dict[str, dict] = {}  # each pod's spec, as first seen
         self.done = threading.Event()
 
     def run(self) -> None:
@@ -142,6 +150,8 @@ class NodeRecorder(threading.Thread):
                 task = (pod["metadata"].get("labels") or {}).get("volcano.sh/task-spec")
                 if task and pod["spec"].get("nodeName"):
                     self.nodes[pod["metadata"]["name"]] = (task, pod["spec"]["nodeName"])
+                if task:
+                    self.specs.setdefault(pod["metadata"]["name"], pod["spec"])
 
     def __enter__(self) -> NodeRecorder:
         self.start()
@@ -179,6 +189,61 @@ def test_gpu_workers_land_only_on_the_tainted_gpu_node_with_the_toleration(gpu_s
     assert states == {"mpi": "failed"}
     assert "untolerated taint {nvidia.com/gpu: present}" in log, log[-3000:]
     assert leftovers(gpu_sandbox, gpu_namespace)[0] == 0
+
+
+def _pod_reader_account(sandbox, ns: str, name: str) -> None:
+    """Create service account ``name`` with what the master's init container needs (get, list, watch pods)."""
+    rbac = "rbac.authorization.k8s.io"
+    sandbox.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": ns}})
+    sandbox.apply({"apiVersion": f"{rbac}/v1", "kind": "Role", "metadata": {"name": name, "namespace": ns},
+                   "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]})
+    sandbox.apply({"apiVersion": f"{rbac}/v1", "kind": "RoleBinding", "metadata": {"name": name, "namespace": ns},
+                   "roleRef": {"apiGroup": rbac, "kind": "Role", "name": name},
+                   "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": ns}]})  # fmt: skip
+
+
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+ON_THE_GPU_NODE = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+    {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [GPU_NODE]}]}]}}}  # fmt: skip
+
+
+def test_placement_and_account_apply_to_master_and_workers_and_the_ttl_removes_the_job(
+    gpu_sandbox, gpu_namespace, caplog, capfd
+):
+    """``node_selector``, ``tolerations``, ``affinity`` and ``service_account_name`` as operator arguments: every
+    pod of the gang lands on the tainted GPU node under the account; ``ttl_seconds_after_finished`` has Volcano's
+    garbage collector delete the finished Job while the kept Workflow stays.
+    """
+    from tests.dags.mpi_test_dags import mpi_overrides
+
+    ns = gpu_namespace
+    _pod_reader_account(gpu_sandbox, ns, "mpi-runner")
+    overrides = {
+        "workers": 2,
+        "node_selector": {"accelerator": "nvidia"},
+        "tolerations": [GPU_TOLERATION],
+        "affinity": ON_THE_GPU_NODE,
+        "service_account_name": "mpi-runner",
+        "ttl_seconds_after_finished": 5,  # x the sandbox's time_scale 0.1
+        "on_finish_action": "keep_workflow",
+    }
+    with NodeRecorder(gpu_sandbox, ns) as recorder:
+        states, log = run_dag(mpi_overrides, caplog, capfd, namespace=ns, overrides=overrides)
+    assert states == {"mpi": "success"}, log[-3000:]
+    placed = sorted(recorder.nodes.values())
+    assert placed == [("mpimaster", GPU_NODE), ("mpiworker", GPU_NODE), ("mpiworker", GPU_NODE)], placed
+
+    job_name = xcom_result(mpi_overrides.dag_id, "mpi")["job_name"]
+    workflow = gpu_sandbox.api.list("workflows", ns)["items"][0]
+    for name, spec in recorder.specs.items():  # as the pods were created, master and workers alike
+        assert spec["serviceAccountName"] == "mpi-runner", name
+        assert spec["nodeSelector"] == {"accelerator": "nvidia"}, name
+        assert GPU_TOLERATION in spec["tolerations"], name
+        assert spec["affinity"] == ON_THE_GPU_NODE, name
+    wait_for(lambda: gpu_sandbox.api.get_or_none("vcjobs", job_name, ns) is None, 30, what="the Job's ttl deletion")
+    assert gpu_sandbox.api.get_or_none("workflows", workflow["metadata"]["name"], ns) is not None  # kept
+    gpu_sandbox.api.delete("workflows", workflow["metadata"]["name"], ns)
+    assert leftovers(gpu_sandbox, ns)[0] == 0
 
 
 # -- the README's example, as written -----------------------------------------------------------------------
