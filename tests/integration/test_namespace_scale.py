@@ -36,7 +36,8 @@ def _foreign_objects(api, ns: str) -> None:
         },
         ns,
     )
-    pod_spec = {"schedulerName": "nobody", "containers": [{"name": "mpimaster", "image": "mpi:latest"}]}
+    # no scheduler takes them, and no scripted program runs in them (the container is not named mpimaster)
+    pod_spec = {"schedulerName": "nobody", "containers": [{"name": "solver", "image": "mpi:latest"}]}
     api.create(
         "vcjobs",
         {
