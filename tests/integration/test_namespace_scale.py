@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 
-from airflow_provider_volcano_argo.engine.informer import shared_watches
+from airflow_provider_volcano_argo.engine.informer import SharedWatch
 from airflow_provider_volcano_argo.hooks.volcano_argo import AsyncVolcanoArgoHook
 from airflow_provider_volcano_argo.models.follow import FollowSpec
 from airflow_provider_volcano_argo.models.names import MANAGED_BY, MANAGED_BY_LABEL
@@ -100,23 +100,29 @@ def test_a_follower_never_receives_objects_that_are_not_its_own_and_still_comple
     monkeypatch.setattr(AsyncVolcanoArgoHook, "watch_objects", recorded_watch)
     shown: dict[str, list[str]] = {job: [] for job in runs}
 
-    async def follow(job: str) -> tuple[dict, dict[tuple[str, str], set[str]]]:
-        """Run one trigger to its event; return it and, per shared watch, every object name it ever cached."""
+    received: dict[tuple[str, str], set[str]] = {}  # (resource, server-side label selector) -> names received
+    on_update = SharedWatch._on_update
+
+    async def recorded_update(self, kind: str, obj: dict) -> None:
+        names = received.setdefault((self.resource.plural, self.watcher.label_selector or ""), set())
+        names.update(o["metadata"]["name"] for o in (obj["items"] if kind == "SYNCED" else [obj]))
+        await on_update(self, kind, obj)
+
+    monkeypatch.setattr(SharedWatch, "_on_update", recorded_update)
+
+    async def follow(job: str) -> dict:
+        """Run one trigger to its event."""
         wf = workflows[job]
         spec = FollowSpec(namespace=ns, workflow_name=wf["metadata"]["name"], job_name=job, labelled=runs[job])
         trigger = ArgoWorkflowTrigger(spec=spec.to_dict(), connection={"kubernetes_conn_id": "kubernetes_default"})
         capture_task_log(trigger, shown[job].append)
-        task = asyncio.create_task(trigger.run().__anext__())
-        cached: dict[tuple[str, str], set[str]] = {}
-        while not task.done():
-            for key, watch in list(shared_watches().items()):
-                cached.setdefault((key[1].plural, key[3].label), set()).update(watch.objects)
-            await asyncio.sleep(0.05)
-        return task.result().payload, cached
+        return (await trigger.run().__anext__()).payload
 
-    event, narrowed = asyncio.run(follow("narrowed"))
-    narrowed_requests, requests[:] = list(requests), []
-    old_event, as_before = asyncio.run(follow("as-before"))
+    event = asyncio.run(follow("narrowed"))
+    narrowed, narrowed_requests = dict(received), list(requests)
+    received.clear()
+    old_event = asyncio.run(follow("as-before"))
+    as_before = received
     for result in (event, old_event):
         assert result["status"] == "success", result
     for job in runs:
