@@ -79,7 +79,7 @@ def test_a_follower_never_receives_objects_that_are_not_its_own_and_still_comple
     monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", sandbox.airflow_connection())
     _foreign_objects(sandbox.api, ns)
     wait_for(lambda: sandbox.api.list("pods", ns, label_selector=f"volcano.sh/job-name={FOREIGN}-job")["items"],
-             30, "the foreign Volcano Job's pod")  # fmt: skip
+             30, what="the foreign Volcano Job's pod")  # fmt: skip
     sandbox.kubelet.programs.script(
         ScriptedProgram(lines=[f"step {i}" for i in range(20)], rate=5, duration=8), namespace=ns, container="mpimaster"
     )
