@@ -290,7 +290,8 @@ def measure(runs: int, pod_sizes: list[int], window: float) -> list[dict]:
     from airflow_provider_volcano_argo.sandbox import NodeCapacity
     from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
 
-    nodes = [NodeCapacity("bench-node-0", cpu="256", memory="1024Gi", pods=2 * runs + 20)]
+    # each run: a master, a worker and the resource step's executor pod (it polls until the Job ends)
+    nodes = [NodeCapacity("bench-node-0", cpu="256", memory="1024Gi", pods=3 * runs + 20)]
     results: list[dict] = []
     with benchlib.sandbox(audit_log=True, nodes=nodes, time_scale=1.0) as sb, benchlib.JobPhaseWatch(sb) as watch:
         ns = benchlib.prepare_namespace(sb, "bench-nsscale")
