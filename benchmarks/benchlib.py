@@ -146,11 +146,19 @@ def airflow_username() -> str:
 
 
 def submit(
-    sb, ns: str, job_name: str, workers: int = 1, cpu: str = "10m", memory: str = "16Mi", template: str = "volcano-mpi"
+    sb,
+    ns: str,
+    job_name: str,
+    workers: int = 1,
+    cpu: str = "10m",
+    memory: str = "16Mi",
+    template: str = "volcano-mpi",
+    labels: dict[str, str] | None = None,
 ) -> dict:
     """Submit a Workflow from the shipped ``volcano-mpi`` template (or ``template``), with small gangs.
 
-    As ``argo submit --from workflowtemplate/...`` does (tests/integration/helpers.py ``submit_from_template``).
+    As ``argo submit --from workflowtemplate/...`` does (tests/integration/helpers.py ``submit_from_template``);
+    ``labels``: more labels on the Workflow (the operator's ``app.kubernetes.io/managed-by``).
     """
     parameters = {
         "job-name": job_name,
@@ -165,7 +173,7 @@ def submit(
         "kind": "Workflow",
         "metadata": {
             "generateName": f"{job_name}-",
-            "labels": {"workflows.argoproj.io/workflow-template": template},
+            "labels": {"workflows.argoproj.io/workflow-template": template, **(labels or {})},
         },
         "spec": {
             "workflowTemplateRef": {"name": template},

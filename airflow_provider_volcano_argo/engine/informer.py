@@ -1,10 +1,12 @@
-"""One watch per (connection, resource, namespace, shared selector), fanned out to every follower of a process.
+"""One watch per (connection, resource, namespace, shared selectors), fanned out to every follower of a process.
 
 What client-go's shared informers do for controllers: a triggerer following N runs in one namespace holds three
 watches (Workflows, Volcano Jobs, log-task pods) instead of 3 N, each an HTTP/1.1 connection with its own TLS
 buffers (asyncio keeps a 256 KiB read buffer per TLS connection) and a watch the API server keeps open.
 ``SharedObjectWatcher`` takes the same arguments as ``ObjectWatcher`` and reports the same updates, filtered to
-what its own selectors match; objects are cached without the fields no follower reads (``slim``).
+what its own selectors match; objects are cached without the fields no follower reads (``slim``). The shared
+watches of a follower of what the provider submitted are narrowed by the provider's own label
+(``models/selectors.OWNED_SELECTOR``); a sensor's are narrowed by the object's name (``per_object_on_server``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from airflow_provider_volcano_argo.engine.reflector import ObjectWatcher
-from airflow_provider_volcano_argo.models.selectors import WatchFilter, split_selectors
+from airflow_provider_volcano_argo.models.selectors import SharedSelectors, WatchFilter, split_selectors
 
 if TYPE_CHECKING:
     from airflow_provider_volcano_argo.hooks.volcano_argo import AsyncVolcanoArgoHook
@@ -59,7 +61,7 @@ class SharedWatch:
     It keeps the current (slimmed) objects, so a late subscriber starts from a complete list like a fresh watcher.
     """
 
-    def __init__(self, hook: AsyncVolcanoArgoHook, resource: ApiResource, namespace: str, label_selector: str):
+    def __init__(self, hook: AsyncVolcanoArgoHook, resource: ApiResource, namespace: str, selectors: SharedSelectors):
         self.resource = resource
         self.objects: dict[str, dict] = {}
         self.synced = False
@@ -69,7 +71,8 @@ class SharedWatch:
             resource,
             namespace,
             self._on_update,
-            label_selector=label_selector or None,
+            field_selector=selectors.field or None,
+            label_selector=selectors.label or None,
             transform=lambda obj: slim(resource.plural, obj),
         )
         self.task: asyncio.Task | None = None
@@ -137,21 +140,27 @@ def _identity(hook: AsyncVolcanoArgoHook) -> tuple:
     return (hook.conn_id, hook.cluster_context, hook.config_file, hook.in_cluster, repr(config_dict))
 
 
+@dataclass
 class SharedObjectWatcher(ObjectWatcher):
-    """Drop-in for ``ObjectWatcher`` that subscribes to the process's shared watch instead of opening its own."""
+    """Drop-in for ``ObjectWatcher`` that subscribes to the process's shared watch instead of opening its own.
+
+    ``per_object_on_server``: the API server filters by the name and per-object labels too (``split_selectors``).
+    """
+
+    per_object_on_server: bool = False
 
     async def run(self) -> None:
         """Report updates until cancelled; errors of the shared watch (403, 404) propagate to every subscriber."""
-        split = split_selectors(self.field_selector, self.label_selector)
+        split = split_selectors(self.field_selector, self.label_selector, self.per_object_on_server)
         if split is None:  # a selector the shared watch cannot filter for: a watch of its own
             await super().run()
             return
-        shared_selector, watch_filter = split
-        key = (_identity(self.hook), self.resource, self.namespace, shared_selector)
+        selectors, watch_filter = split
+        key = (_identity(self.hook), self.resource, self.namespace, selectors)
         watches = shared_watches()
         watch = watches.get(key)
         if watch is None or (watch.task is not None and watch.task.done()):  # none yet, or it failed: retry
-            watch = watches[key] = SharedWatch(self.hook, self.resource, self.namespace, shared_selector)
+            watch = watches[key] = SharedWatch(self.hook, self.resource, self.namespace, selectors)
         sub = watch.subscribe(watch_filter)
         try:
             while True:

@@ -1,6 +1,8 @@
 """Follow one object (a Volcano Job or an Argo Workflow) until its phase is a target or a failure.
 
-Optionally it streams the log of one of the Job's tasks: what the sensors wait for in the triggerer. Its log
+Optionally it streams the log of one of the Job's tasks: what the sensors wait for in the triggerer. The object is
+not one the provider submitted, so it carries none of the provider's labels: its watches are narrowed on the API
+server by its name (and its pods' by its Job's name), one per followed object. Its log
 cursors are kept in a ``CursorStore`` when the trigger has one (an XCom of the sensor's task instance): the Job is
 not the provider's to annotate.
 """
@@ -60,6 +62,7 @@ class ObjectPhaseFollower(FollowLoop):
                 jobs=lambda: {name},
                 book=book,
                 emit=emit,
+                per_object_on_server=True,
             )
             self.waiting = PodWaitingReporter(hook, namespace, emit)
             if cursor_store is not None:
@@ -79,7 +82,12 @@ class ObjectPhaseFollower(FollowLoop):
         resource = RESOURCE_OF_KIND[self.kind]
         watchers = [
             SharedObjectWatcher(
-                self.hook, resource, self.namespace, self._on_update, field_selector=name_selector(self.name)
+                self.hook,
+                resource,
+                self.namespace,
+                self._on_update,
+                field_selector=name_selector(self.name),
+                per_object_on_server=True,
             )
         ]
         if self.logs is not None:

@@ -224,8 +224,10 @@ class PodLogForwarder:
         prefix_job_names: bool = False,
         on_change: Callable[[], None] | None = None,
         poll_interval: float | None = None,
+        per_object_on_server: bool = False,
     ):
         self.hook, self.namespace, self.label_selector = hook, namespace, label_selector
+        self.per_object_on_server = per_object_on_server  # pods that carry no label of ours (a sensor's)
         self.container, self.jobs, self.book, self.emit = container, jobs, book, emit
         self.prefix_job_names, self.poll_interval = prefix_job_names, poll_interval
         self.on_change = on_change or (lambda: None)
@@ -241,7 +243,14 @@ class PodLogForwarder:
         self.paused = False
 
     def watcher(self) -> SharedObjectWatcher:
-        return SharedObjectWatcher(self.hook, PODS, self.namespace, self._on_pod, label_selector=self.label_selector)
+        return SharedObjectWatcher(
+            self.hook,
+            PODS,
+            self.namespace,
+            self._on_pod,
+            label_selector=self.label_selector,
+            per_object_on_server=self.per_object_on_server,
+        )
 
     async def _on_pod(self, kind: str, obj: dict) -> None:
         items = obj["items"] if kind == "SYNCED" else [obj]

@@ -40,11 +40,12 @@ from airflow_provider_volcano_argo.models.follow import (
 )
 from airflow_provider_volcano_argo.models.log_cursor import CursorBook
 from airflow_provider_volcano_argo.models.names import CURSOR_ANNOTATION, VOLCANO_JOB_NAME_LABEL, podgroup_name
+from airflow_provider_volcano_argo.models.owned_labels import LABELLED_JOBS, LABELLED_PODS, LABELLED_WORKFLOW
 from airflow_provider_volcano_argo.models.phases import job_phase, workflow_message, workflow_phase
 from airflow_provider_volcano_argo.models.progress import heartbeat_line, job_change_line, workflow_change_line
 from airflow_provider_volcano_argo.models.resources import EVENTS, PODGROUPS, PODS, VOLCANO_JOBS, WORKFLOWS
 from airflow_provider_volcano_argo.models.results import FollowEvent, job_summary, workflow_summary
-from airflow_provider_volcano_argo.models.selectors import name_selector, task_pods_selector
+from airflow_provider_volcano_argo.models.selectors import name_selector, task_pods_selector, with_owned
 
 if TYPE_CHECKING:
     from airflow_provider_volcano_argo.hooks.volcano_argo import AsyncVolcanoArgoHook
@@ -76,7 +77,7 @@ class WorkflowFollower(FollowLoop):
             PodLogForwarder(
                 hook,
                 spec.namespace,
-                task_pods_selector(spec.log_task, spec.job_name),
+                task_pods_selector(spec.log_task, spec.job_name, owned=LABELLED_PODS in spec.labelled),
                 spec.container,
                 jobs=lambda: set(self.jobs),
                 book=self.book,
@@ -244,13 +245,30 @@ class WorkflowFollower(FollowLoop):
 
     # -- the follow loop's steps -------------------------------------------------------------------------
     def watchers(self) -> list[SharedObjectWatcher]:
-        ns = self.spec.namespace
+        """Return the watches of the Workflow, its Jobs and their log-task pods, shared by every run of the namespace.
+
+        Each selects on the API server by the provider's label where the run's objects carry it
+        (``FollowSpec.labelled``), and picks its run's objects out locally.
+        """
+        ns, labelled = self.spec.namespace, self.spec.labelled
         job_selector = name_selector(self.spec.job_name) if self.spec.job_name else None
         watchers = [
             SharedObjectWatcher(
-                self.hook, WORKFLOWS, ns, self._on_workflow, field_selector=name_selector(self.spec.workflow_name)
+                self.hook,
+                WORKFLOWS,
+                ns,
+                self._on_workflow,
+                field_selector=name_selector(self.spec.workflow_name),
+                label_selector=with_owned(None, LABELLED_WORKFLOW in labelled),
             ),
-            SharedObjectWatcher(self.hook, VOLCANO_JOBS, ns, self._on_job, field_selector=job_selector),
+            SharedObjectWatcher(
+                self.hook,
+                VOLCANO_JOBS,
+                ns,
+                self._on_job,
+                field_selector=job_selector,
+                label_selector=with_owned(None, LABELLED_JOBS in labelled),
+            ),
         ]
         if self.spec.stream_logs:
             watchers.append(self.logs.watcher())

@@ -45,6 +45,10 @@ class FollowSpec:
     prefix_job_names: bool = False
     schedule_timeout: float | None = None
     deadline: float | None = None  # epoch seconds (execution_timeout of the task)
+    #: which of "workflow", "jobs", "pods" carry the provider's label (``models/owned_labels.py``): their shared
+    #: watches select by it on the API server. Empty (triggers deferred by versions before it, templates without
+    #: the label): the whole namespace is watched and each run filtered out locally, as those versions did.
+    labelled: list[str] = field(default_factory=list)
 
     @property
     def container(self) -> str:

@@ -6,7 +6,8 @@ per-role resources and ``pod_overrides``. Each role's settings reach its pod tem
 spec, ``<role>-container`` into the role's container, ``<role>-pod-labels`` / ``<role>-pod-annotations`` into
 its metadata. A merge key never overrides a key the template writes itself, so ``pod_overrides`` may not set
 those (the container's name, image, command, args, ports and probe; the pod's containers, init containers and
-restart policy): they are refused, naming the argument that sets them, instead of being silently dropped.
+restart policy; the labels ``app.kubernetes.io/managed-by`` and ``workflows.argoproj.io/workflow``): they are
+refused, naming the argument that sets them, instead of being silently dropped.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_provider_volcano_argo.models.names import MANAGED_BY_LABEL
 from airflow_provider_volcano_argo.models.params import (
     InvalidParameterError,
     check_dns_label,
@@ -39,6 +41,11 @@ TEMPLATE_CONTAINER_KEYS = {
     "args": "use mpi_command, mpi_args and mpi_launcher_flags",
     "ports": "the template opens the ssh port",
     "readinessProbe": "the template probes sshd so the master starts once workers accept ssh",
+}
+# pod labels the template writes itself (after its merge key, so a value given here would be dropped)
+TEMPLATE_LABEL_KEYS = {
+    MANAGED_BY_LABEL: "the triggerer's watches select the run's pods by it",
+    "workflows.argoproj.io/workflow": "it names the Workflow that created the pod",
 }
 _LISTS_EXTENDED = ("volumes", "tolerations", "imagePullSecrets", "env", "envFrom", "volumeMounts")
 _TOLERATION_OPERATORS = ("Exists", "Equal")
@@ -77,8 +84,12 @@ def env_list(field: str, env_vars: Any) -> list[dict] | None:
 def resources(field: str, value: Any) -> dict | None:
     """Return a ``V1ResourceRequirements`` (or dict) as API JSON with every quantity checked."""
     if isinstance(value, dict):  # numbers are quantities too ({"cpu": 2})
-        value = {k: {n: str(q) if isinstance(q, int) and not isinstance(q, bool) else q for n, q in v.items()}
-                 if isinstance(v, dict) else v for k, v in value.items()}
+        value = {
+            k: {n: str(q) if isinstance(q, int) and not isinstance(q, bool) else q for n, q in v.items()}
+            if isinstance(v, dict)
+            else v
+            for k, v in value.items()
+        }
     data = to_api(field, value, "V1ResourceRequirements")
     for part in ("requests", "limits"):
         for name, quantity in (data or {}).get(part, {}).items():
@@ -172,6 +183,10 @@ class MPIPodSettings:
             for key in set(meta) - {"labels", "annotations"}:
                 raise InvalidParameterError(f"{field}.metadata.{key}", "only labels and annotations can be set", meta)
             validate_labels(f"{field}.metadata.labels", meta.get("labels") or {})
+            for key in set(meta.get("labels") or {}) & set(TEMPLATE_LABEL_KEYS):
+                raise InvalidParameterError(
+                    f"{field}.metadata.labels[{key!r}]", f"is set by the template: {TEMPLATE_LABEL_KEYS[key]}"
+                )
             validate_labels(f"{field}.metadata.annotations", {k: "" for k in meta.get("annotations") or {}})
             spec = data.get("spec") or {}
             for key in set(spec) & set(TEMPLATE_POD_KEYS) - {"containers"}:
@@ -189,8 +204,11 @@ class MPIPodSettings:
                 )
             if "resources" in container:
                 container["resources"] = resources(f"{field}.spec.containers[0].resources", container["resources"])
-            result[role] = {"metadata": meta, "spec": {k: v for k, v in spec.items() if k != "containers"},
-                            "container": container}
+            result[role] = {
+                "metadata": meta,
+                "spec": {k: v for k, v in spec.items() if k != "containers"},
+                "container": container,
+            }
         return result
 
     def role_parameters(self, worker_resources: dict) -> dict[str, dict]:
@@ -200,8 +218,10 @@ class MPIPodSettings:
         ``worker_resources`` argument's entries replace them name by name.
         """
         pod, container, overrides = self.shared_pod_spec(), self.shared_container(), self.overrides()
-        given = {"mpimaster": resources("master_resources", self.master_resources),
-                 "mpiworker": resources("worker_resources", self.worker_resources)}
+        given = {
+            "mpimaster": resources("master_resources", self.master_resources),
+            "mpiworker": resources("worker_resources", self.worker_resources),
+        }
         base_resources = {"mpimaster": {}, "mpiworker": worker_resources}
         result = {}
         for role in ROLES:
@@ -210,13 +230,15 @@ class MPIPodSettings:
             if role == "mpimaster":
                 role_pod.setdefault("serviceAccountName", "argo")  # kubectl wait in the init container lists pods
             role_resources = merge(base_resources[role], given[role] or {})
-            role_container = merge({**container, **({"resources": role_resources} if role_resources else {})},
-                                   extra["container"])
+            role_container = merge(
+                {**container, **({"resources": role_resources} if role_resources else {})}, extra["container"]
+            )
             known = {v["name"] for v in role_pod.get("volumes", [])}
             for i, mount in enumerate(role_container.get("volumeMounts", [])):
                 if mount["name"] not in known:
                     raise InvalidParameterError(
-                        f"volume_mounts[{i}].name", f"names no volume of the {role} pod (volumes: {sorted(known)})",
+                        f"volume_mounts[{i}].name",
+                        f"names no volume of the {role} pod (volumes: {sorted(known)})",
                         mount["name"],
                     )
             result[role] = {

@@ -1,16 +1,27 @@
 """Label and field selectors: the ones the provider builds, and how a shared watch splits them.
 
-The API server filters one part for the shared watch, each subscriber the other part locally.
+The API server filters one part for the shared watch, each subscriber the other part locally. A follower of what the
+provider submitted narrows its shared watches by the label the provider puts on its Workflows, Jobs and pods
+(``OWNED_SELECTOR``), so that what else a namespace holds never reaches it; a sensor, following an object the
+provider did not submit, sends its whole selector (the object's name) to the API server instead.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from airflow_provider_volcano_argo.models.names import VOLCANO_JOB_NAME_LABEL, VOLCANO_TASK_SPEC_LABEL
+from airflow_provider_volcano_argo.models.names import (
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
+    VOLCANO_JOB_NAME_LABEL,
+    VOLCANO_TASK_SPEC_LABEL,
+)
 
 #: Labels that pick out one object's pods: left to the local filter, so the watch is shared across jobs.
 PER_OBJECT_LABELS = frozenset({VOLCANO_JOB_NAME_LABEL})
+#: The label selector of what the provider created: Workflows (``task_instance_labels``), and the Volcano Jobs and
+#: pods of the shipped templates (and of templates that follow the custom-template contract).
+OWNED_SELECTOR = f"{MANAGED_BY_LABEL}={MANAGED_BY}"
 
 
 def name_selector(name: str) -> str:
@@ -18,10 +29,22 @@ def name_selector(name: str) -> str:
     return f"metadata.name={name}"
 
 
-def task_pods_selector(task: str, job: str | None = None) -> str:
-    """Return the label selector of the pods of Volcano task ``task`` (of every Job, or of ``job`` only)."""
+def task_pods_selector(task: str, job: str | None = None, owned: bool = False) -> str:
+    """Return the label selector of the pods of Volcano task ``task`` (of every Job, or of ``job`` only).
+
+    ``owned``: only pods that carry the provider's label (``OWNED_SELECTOR``).
+    """
     selector = f"{VOLCANO_TASK_SPEC_LABEL}={task}"
-    return f"{selector},{VOLCANO_JOB_NAME_LABEL}={job}" if job else selector
+    if job:
+        selector = f"{selector},{VOLCANO_JOB_NAME_LABEL}={job}"
+    return with_owned(selector, owned)
+
+
+def with_owned(label_selector: str | None, owned: bool) -> str | None:
+    """Return ``label_selector`` with ``OWNED_SELECTOR`` added when ``owned`` (else as it is)."""
+    if not owned:
+        return label_selector
+    return f"{label_selector},{OWNED_SELECTOR}" if label_selector else OWNED_SELECTOR
 
 
 def parse_equality_selector(selector: str | None) -> dict[str, str] | None:
@@ -63,12 +86,30 @@ class WatchFilter:
         return all(have.get(key) == value for key, value in self.labels)
 
 
-def split_selectors(field_selector: str | None, label_selector: str | None) -> tuple[str, WatchFilter] | None:
-    """Return (the label selector the shared watch uses, the local filter); None when they cannot be split."""
+@dataclass(frozen=True)
+class SharedSelectors:
+    """What the API server filters for a shared watch: its label and field selectors ('' for none)."""
+
+    label: str = ""
+    field: str = ""
+
+
+def split_selectors(
+    field_selector: str | None, label_selector: str | None, per_object_on_server: bool = False
+) -> tuple[SharedSelectors, WatchFilter] | None:
+    """Return (what the shared watch asks the server for, the local filter); None when they cannot be split.
+
+    The object's name and the per-object labels are filtered locally, so that one watch serves every follower of
+    a namespace; with ``per_object_on_server`` the server filters everything (one watch per object, shared only
+    by the followers of that object): for objects that carry no label the provider owns.
+    """
     name = object_name_filter(field_selector)
     labels = parse_equality_selector(label_selector)
     if name is None or labels is None:
         return None
+    if per_object_on_server:
+        label = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+        return SharedSelectors(label, name_selector(name) if name else ""), WatchFilter()
     shared = ",".join(f"{k}={v}" for k, v in sorted(labels.items()) if k not in PER_OBJECT_LABELS)
     local = tuple(sorted((k, v) for k, v in labels.items() if k in PER_OBJECT_LABELS))
-    return shared, WatchFilter(name, local)
+    return SharedSelectors(shared), WatchFilter(name, local)

@@ -21,6 +21,7 @@ from airflow_provider_volcano_argo.engine.workflow_follower import WorkflowFollo
 from airflow_provider_volcano_argo.exceptions import ApiConflictError, TemplateNotFoundError
 from airflow_provider_volcano_argo.hooks.connection import DEFAULT_CONN_ID, KubernetesConnectionFields
 from airflow_provider_volcano_argo.links.argo import ArgoWorkflowLink
+from airflow_provider_volcano_argo.models import owned_labels
 from airflow_provider_volcano_argo.models.follow import FollowSpec, run_ended
 from airflow_provider_volcano_argo.models.names import (
     derive_workflow_name,
@@ -48,6 +49,7 @@ from airflow_provider_volcano_argo.models.submission import (
     workflow_from_manifest,
     workflow_from_template,
 )
+from airflow_provider_volcano_argo.templates import TEMPLATE_FILES, yaml_documents
 from airflow_provider_volcano_argo.triggers.argo_workflow import ArgoWorkflowTrigger
 
 if TYPE_CHECKING:
@@ -173,6 +175,7 @@ class ArgoWorkflowTemplateOperator(KubernetesConnectionFields, BaseOperator):
         self.durable = durable
         self._followed: tuple[str, str] | None = None
         self._killed = False
+        self._template: dict | None = None  # the WorkflowTemplate read before submitting
 
     # -- pieces subclasses refine --------------------------------------------------------------------------
     def workflow_parameters(self, context: Any) -> dict[str, str]:
@@ -247,7 +250,7 @@ class ArgoWorkflowTemplateOperator(KubernetesConnectionFields, BaseOperator):
     def _check_template(self, hook: VolcanoArgoHook, namespace: str, parameters: dict[str, str]) -> None:
         if not self.workflow_template:
             return
-        template = hook.get_object(WORKFLOW_TEMPLATES, self.workflow_template, namespace)
+        template = self._template = hook.get_object(WORKFLOW_TEMPLATES, self.workflow_template, namespace)
         if template is None:
             raise TemplateNotFoundError(
                 f"WorkflowTemplate {self.workflow_template!r} not found in namespace {namespace!r}. Install it with "
@@ -258,6 +261,22 @@ class ArgoWorkflowTemplateOperator(KubernetesConnectionFields, BaseOperator):
 
     def check_template(self, template: dict, parameters: dict[str, str]) -> None:
         """Raise if the WorkflowTemplate cannot run with ``parameters`` (a subclass's contract); here: no check."""
+
+    def _labelled(self, hook: VolcanoArgoHook, namespace: str, workflow: dict) -> list[str]:
+        """Return which of the run's objects carry the provider's label (``FollowSpec.labelled``); log the rest.
+
+        A template without it is not refused: it costs namespace-wide watches, not a wrong result (README).
+        """
+        ref = owned_labels.template_ref(workflow)
+        template = self._template if ref and ref == (self._template or {}).get("metadata", {}).get("name") else None
+        if ref and template is None and not (workflow.get("status") or {}).get("storedWorkflowTemplateSpec"):
+            template = hook.get_object(WORKFLOW_TEMPLATES, ref, namespace)  # a reattach: not read before
+        kinds = set(owned_labels.labelled_kinds(owned_labels.run_spec(workflow, template), yaml_documents))
+        kinds |= {owned_labels.LABELLED_WORKFLOW} if owned_labels.carries_owned_label(workflow) else set()
+        source = f"WorkflowTemplate {namespace}/{ref}" if ref else f"Argo Workflow {workflow['metadata']['name']}"
+        if note := owned_labels.unlabelled_note(source, namespace, frozenset(kinds), shipped=ref in TEMPLATE_FILES):
+            self.log.info("%s", note)
+        return sorted(kinds)
 
     def execute(self, context: Any) -> Any:
         hook = self.hook
@@ -311,6 +330,7 @@ class ArgoWorkflowTemplateOperator(KubernetesConnectionFields, BaseOperator):
             prefix_job_names=self.follow_mode == FollowMode.WORKFLOW,
             schedule_timeout=self.schedule_timeout,
             deadline=_deadline(context, self.execution_timeout),
+            labelled=self._labelled(hook, namespace, workflow),
         )
         if not self.deferrable:
             follower = WorkflowFollower(self.connection.async_hook(), spec, emit=self.log.info)
@@ -373,10 +393,7 @@ class ArgoWorkflowTemplateOperator(KubernetesConnectionFields, BaseOperator):
 
 
 def _deadline(context: Any, execution_timeout: datetime.timedelta | None) -> float | None:
-    """Return the absolute end of ``execution_timeout``, honoured while deferred.
-
-    The task SDK does not honour it while a task is deferred (apache/airflow#67227).
-    """
+    """Return the absolute end of ``execution_timeout`` (not honoured while deferred: apache/airflow#67227)."""
     if not execution_timeout:
         return None
     start = getattr(context["ti"], "start_date", None) or datetime.datetime.now(datetime.timezone.utc)

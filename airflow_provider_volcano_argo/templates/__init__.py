@@ -19,6 +19,14 @@ TEMPLATE_FILES = {
 }
 
 
+def yaml_documents(text: str) -> list | None:
+    """Return the YAML documents of ``text``; None when it is no YAML (e.g. a template's resource manifest)."""
+    try:
+        return list(yaml.safe_load_all(text))
+    except yaml.YAMLError:
+        return None
+
+
 def _documents(filename: str) -> list[dict]:
     text = resources.files(__package__).joinpath(filename).read_text()
     return [doc for doc in yaml.safe_load_all(text) if doc]

@@ -95,8 +95,10 @@ def test_data_secrets_and_launcher_settings_reach_the_pods_and_the_program(sandb
         assert [v["name"] for v in spec["volumes"] if v["name"] in ("mesh", "scratch")] == ["mesh", "scratch"]
         assert spec["imagePullSecrets"] == [{"name": "registry-creds"}]
         assert container["workingDir"] == "/scratch"
-        assert container["env"][0] == {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "solver-creds",
-                                                                                     "key": "token"}}}
+        assert container["env"][0] == {
+            "name": "TOKEN",
+            "valueFrom": {"secretKeyRef": {"name": "solver-creds", "key": "token"}},
+        }
         assert container["envFrom"] == [{"configMapRef": {"name": "solver-settings"}, "prefix": "S_"}]
     assert master_pod["spec"]["initContainers"][0]["image"] == "mirror.example.com/kubectl:v1.30.0"
     master = next(c for c in master_pod["spec"]["containers"] if c["name"] == "mpimaster")
@@ -165,10 +167,14 @@ class NodeRecorder(threading.Thread):
 GPU_WORKERS = {
     "workers": 2,
     "gpus_per_worker": 1,
-    "pod_overrides": {"mpiworker": {"spec": {
-        "nodeSelector": {"accelerator": "nvidia"},
-        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-    }}},
+    "pod_overrides": {
+        "mpiworker": {
+            "spec": {
+                "nodeSelector": {"accelerator": "nvidia"},
+                "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            }
+        }
+    },
 }
 
 
@@ -183,8 +189,11 @@ def test_gpu_workers_land_only_on_the_tainted_gpu_node_with_the_toleration(gpu_s
 
     # without the toleration the workers fit no node: the gang is never admitted, and the task says why
     caplog.clear()
-    untolerated = {**GPU_WORKERS, "pod_overrides": {"mpiworker": {"spec": {"nodeSelector": {"accelerator": "nvidia"}}}},
-                   "schedule_timeout": 5}
+    untolerated = {
+        **GPU_WORKERS,
+        "pod_overrides": {"mpiworker": {"spec": {"nodeSelector": {"accelerator": "nvidia"}}}},
+        "schedule_timeout": 5,
+    }
     states, log = run_dag(mpi_overrides, caplog, capfd, namespace=gpu_namespace, overrides=untolerated)
     assert states == {"mpi": "failed"}
     assert "untolerated taint {nvidia.com/gpu: present}" in log, log[-3000:]
@@ -275,8 +284,9 @@ def test_a_template_that_is_not_ours_runs_under_the_contract(sandbox, mpi_namesp
     """
     from tests.dags.mpi_test_dags import mpi_overrides
 
-    template = yaml.safe_load((Path(__file__).resolve().parents[2] / "docs/examples/mpi-launcher-template.yaml")
-                              .read_text())
+    template = yaml.safe_load(
+        (Path(__file__).resolve().parents[2] / "docs/examples/mpi-launcher-template.yaml").read_text()
+    )
     sandbox.api.create("workflowtemplates", template, mpi_namespace)
     overrides = {
         "workflow_template": "mpi-launcher",
@@ -290,7 +300,7 @@ def test_a_template_that_is_not_ours_runs_under_the_contract(sandbox, mpi_namesp
     }
     states, log = run_dag(mpi_overrides, caplog, capfd, namespace=mpi_namespace, overrides=overrides)
     assert states == {"mpi": "success"}, log[-3000:]
-    assert 'rank 1 of 2 on ' in log and ': argv ["a b","{{workflow.name}}"]' in log
+    assert "rank 1 of 2 on " in log and ': argv ["a b","{{workflow.name}}"]' in log
     result = xcom_result(mpi_overrides.dag_id, "mpi")
     job = sandbox.api.get("vcjobs", result["job_name"], mpi_namespace)
     assert job["metadata"]["ownerReferences"][0]["kind"] == "Workflow"

@@ -13,8 +13,22 @@ from airflow_provider_volcano_argo.models.inert_json import NotInertError, inert
 from airflow_provider_volcano_argo.sandbox.argo.goyaml import load_manifest
 from airflow_provider_volcano_argo.sandbox.argo.substitution import substitute_template
 
-HOSTILE = ["{{workflow.name}}", "{{=sprig.upper('x')}}", "a\nb: c", "'\"`$(id)`;", "}}{{", "\u2028\x85\ufeff\x7f",
-           "yes", "~", "1e3", "- x", "# c", "&a *a", "\\u007b", "😀"]
+HOSTILE = [
+    "{{workflow.name}}",
+    "{{=sprig.upper('x')}}",
+    "a\nb: c",
+    "'\"`$(id)`;",
+    "}}{{",
+    "\u2028\x85\ufeff\x7f",
+    "yes",
+    "~",
+    "1e3",
+    "- x",
+    "# c",
+    "&a *a",
+    "\\u007b",
+    "😀",
+]
 
 # beyond U+FFFF only characters Argo and YAML carry raw (the others are refused: see the last test)
 carried = st.characters(codec="utf-8").filter(lambda ch: ord(ch) <= 0xFFFF or unicodedata.category(ch)[0] not in "CZ")

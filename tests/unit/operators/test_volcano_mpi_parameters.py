@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import types
 
 import pytest
@@ -197,3 +198,38 @@ def test_durable_false_keeps_nothing_and_runs_every_try_anew(monkeypatch):
     monkeypatch.setattr(op, "_check_template", lambda *a: (_ for _ in ()).throw(RuntimeError("submits anew")))
     with pytest.raises(RuntimeError, match="submits anew"):
         op.execute({**CONTEXT, "task_state_store": store})
+
+
+class _TemplateHook:
+    """Serves WorkflowTemplates by name and counts the reads."""
+
+    def __init__(self, templates: dict) -> None:
+        self.templates, self.reads = templates, []
+
+    def get_object(self, resource, name, namespace):
+        self.reads.append(name)
+        return self.templates.get(name)
+
+
+def test_the_follow_spec_says_which_objects_carry_the_label_and_the_task_log_what_does_not(capsys):
+    from airflow_provider_volcano_argo.templates import workflow_template
+
+    shipped = workflow_template("volcano-mpi")
+    old = copy.deepcopy(shipped)  # as an older provider installed it
+    manifest = old["spec"]["templates"][1]["resource"]["manifest"]
+    old["spec"]["templates"][1]["resource"]["manifest"] = manifest.replace(
+        "app.kubernetes.io/managed-by: airflow-provider-volcano-argo", "team: hpc"
+    )
+    hook = _TemplateHook({"volcano-mpi": shipped, "old": old})
+    op = VolcanoMPIJobOperator(task_id="mpi")
+    ours = {"metadata": {"name": "wf", "labels": {"app.kubernetes.io/managed-by": "airflow-provider-volcano-argo"}}}
+    run = {**ours, "spec": {"workflowTemplateRef": {"name": "volcano-mpi"}}}
+    assert op._labelled(hook, "ns", run) == ["jobs", "pods", "workflow"]
+    assert hook.reads == ["volcano-mpi"]  # a reattach: the template was not read before submitting
+    op._template = shipped
+    assert op._labelled(hook, "ns", run) == ["jobs", "pods", "workflow"] and len(hook.reads) == 1
+    outdated = {**ours, "spec": {"workflowTemplateRef": {"name": "old"}}}
+    assert op._labelled(hook, "ns", outdated) == ["workflow"]
+    assert "Volcano Jobs and log-task pods of WorkflowTemplate ns/old are not known to carry" in capsys.readouterr().out
+    inline = {"metadata": {"name": "wf", "labels": {}}, "spec": {"templates": shipped["spec"]["templates"]}}
+    assert op._labelled(hook, "ns", inline) == ["jobs", "pods"]

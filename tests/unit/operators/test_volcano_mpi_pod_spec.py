@@ -20,8 +20,22 @@ from airflow_provider_volcano_argo.sandbox.argo.goyaml import load_manifest
 from airflow_provider_volcano_argo.sandbox.argo.substitution import substitute_template
 from airflow_provider_volcano_argo.templates import TEMPLATE_FILES, workflow_template
 
-HOSTILE = ["{{workflow.name}}", "{{=sprig.upper('x')}}", "{{inputs.parameters.x}}", "a\nb: c", "'\"`$(id)`;",
-           "}}", "{{", "\u2028\x85\ufeff", "yes", "~", "--opt=\"a b\"", "$@", "*", "-np 99"]
+HOSTILE = [
+    "{{workflow.name}}",
+    "{{=sprig.upper('x')}}",
+    "{{inputs.parameters.x}}",
+    "a\nb: c",
+    "'\"`$(id)`;",
+    "}}",
+    "{{",
+    "\u2028\x85\ufeff",
+    "yes",
+    "~",
+    '--opt="a b"',
+    "$@",
+    "*",
+    "-np 99",
+]
 # argv strings cannot hold NUL (refused: see test_params_and_names)
 characters = st.characters(codec="utf-8", exclude_characters="\x00").filter(
     lambda ch: ord(ch) <= 0xFFFF or unicodedata.category(ch)[0] not in "CZ"  # the rest is refused: test_inert_json
@@ -39,6 +53,9 @@ def render(parameters: dict[str, str], template: str = "volcano-mpi") -> dict:
     return load_manifest(substitute_template(step, scope)["resource"]["manifest"])
 
 
+POD_LABELS = {"workflows.argoproj.io/workflow": "wf-1", "app.kubernetes.io/managed-by": "airflow-provider-volcano-argo"}
+
+
 def pods(job: dict) -> dict[str, dict]:
     return {task["name"]: task["template"] for task in job["spec"]["tasks"]}
 
@@ -47,7 +64,8 @@ def pods(job: dict) -> dict[str, dict]:
 def test_the_defaults_give_the_seeds_pods(template):
     job = render(VolcanoMPIJobParameters(job_name="hello").to_workflow_parameters(), template)
     master, worker = pods(job)["mpimaster"], pods(job)["mpiworker"]
-    assert master["metadata"]["labels"] == {"workflows.argoproj.io/workflow": "wf-1"}
+    assert master["metadata"]["labels"] == POD_LABELS
+    assert job["metadata"]["labels"] == POD_LABELS  # what the triggerer's watches select by
     assert master["spec"]["serviceAccountName"] == "argo" and "serviceAccountName" not in worker["spec"]
     container = master["spec"]["containers"][0]
     assert container["command"][:2] == ["/bin/sh", "-c"] and container["command"][3] == "mpimaster"
@@ -93,6 +111,6 @@ def test_any_value_reaches_the_pod_exactly(args, flags, env, annotation, path):
         assert container["volumeMounts"] == [{"name": "scratch", "mountPath": path}]
         assert container["workingDir"] == path
         assert pod["spec"]["volumes"] == [{"name": "scratch", "hostPath": {"path": path}}]
-        assert pod["metadata"]["labels"] == {"workflows.argoproj.io/workflow": "wf-1"}
+        assert pod["metadata"]["labels"] == POD_LABELS
     assert master["spec"]["containers"][0]["args"] == [*flags, "solver", *args]
     assert worker["metadata"]["annotations"] == {"note": annotation} and master["metadata"]["annotations"] == {}

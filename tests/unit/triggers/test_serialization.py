@@ -48,7 +48,9 @@ def _through_a_trigger_row(classpath: str, kwargs: dict):
 
 TRIGGERS = [
     ArgoWorkflowTrigger(
-        spec=FollowSpec(namespace="ns", workflow_name="wf", workflow_uid="u", job_name="j", deadline=1.5).to_dict(),
+        spec=FollowSpec(
+            namespace="ns", workflow_name="wf", workflow_uid="u", job_name="j", deadline=1.5, labelled=["workflow"]
+        ).to_dict(),
         log_book={"cursors": {"a/b/0": {"ts": 3, "n": 1}}, "done": ["a/b/0"], "headers": ["a/b/0"]},
         on_kill_action="keep_workflow",
         connection=KubernetesConnection("k8s", "ctx", "/etc/kube/config", False).to_dict(),
@@ -81,6 +83,7 @@ def test_a_trigger_row_of_version_0_1_loads_as_the_new_trigger_with_the_same_kwa
     assert type(trigger) is ArgoWorkflowTrigger
     assert trigger.serialize()[1] == V01_KWARGS
     assert FollowSpec(**trigger.spec).job_name == "mpi-mpi-0123456789"
+    assert FollowSpec(**trigger.spec).labelled == []  # its watches stay namespace-wide, as 0.1 watched
     assert KubernetesConnection.from_dict(trigger.connection) == KubernetesConnection("k8s", "ctx")
     assert any("VolcanoWorkflowTrigger is deprecated" in str(w.message) for w in caught)
 
