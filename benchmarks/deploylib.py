@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,3 +105,17 @@ def cpu_seconds(pid: int) -> float:
 def process_cpu(airflow: AirflowDeployment, name: str) -> dict[int, float]:
     """Return the CPU seconds of the Airflow process ``name`` and of each process it started, by pid."""
     return {pid: cpu_seconds(pid) for pid in descendants(airflow.processes[name].pid)}
+
+
+def restart_triggerer(airflow: AirflowDeployment, name: str, env: dict[str, str]) -> None:
+    """Restart the triggerer ``name`` with ``env`` added to its environment; wait until Airflow reports it healthy.
+
+    SIGTERM first: the triggerer ends its triggers and its job before it exits.
+    """
+    process = airflow.processes.pop(name)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    process.wait(60)
+    airflow.env.update(env)
+    airflow.start_triggerer(name)
+    airflow.wait(airflow.healthy, 120, f"{name} healthy again")

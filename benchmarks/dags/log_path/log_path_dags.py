@@ -29,6 +29,12 @@ with DAG(
     schedule=None,
     start_date=START,
     catchup=False,
-    params={"tag": Param("ceiling", type="string"), "count": Param(10000, type="integer")},
+    params={
+        "tag": Param("ceiling", type="string"),
+        "count": Param(10000, type="integer"),
+        "per_record": Param(1, type="integer"),
+    },
 ):
-    PremadeLinesOperator(task_id="lines", tag="{{ params.tag }}", count="{{ params.count }}")
+    PremadeLinesOperator(
+        task_id="lines", tag="{{ params.tag }}", count="{{ params.count }}", per_record="{{ params.per_record }}"
+    )

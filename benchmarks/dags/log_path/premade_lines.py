@@ -23,22 +23,26 @@ def premade_line(tag: str, i: int) -> str:
 
 
 class PremadeLinesTrigger(BaseTrigger):
-    """Log ``count`` pre-made lines into the task log, then fire."""
+    """Log ``count`` pre-made lines into the task log, ``per_record`` lines per record, then fire."""
 
-    def __init__(self, tag: str, count: int):
+    def __init__(self, tag: str, count: int, per_record: int = 1):
         super().__init__()
         self.tag = tag
         self.count = count
+        self.per_record = per_record
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
-        return f"{type(self).__module__}.{type(self).__qualname__}", {"tag": self.tag, "count": self.count}
+        arguments = {"tag": self.tag, "count": self.count, "per_record": self.per_record}
+        return f"{type(self).__module__}.{type(self).__qualname__}", arguments
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         lines = [premade_line(self.tag, i) for i in range(self.count)]
-        log = self.log
-        for start in range(0, len(lines), LINES_PER_YIELD):
-            for line in lines[start : start + LINES_PER_YIELD]:
-                log.info(line)
+        step = max(self.per_record, 1)
+        records = ["\n".join(lines[start : start + step]) for start in range(0, len(lines), step)]
+        log, per_yield = self.log, max(LINES_PER_YIELD // step, 1)
+        for start in range(0, len(records), per_yield):
+            for record in records[start : start + per_yield]:
+                log.info(record)
             await asyncio.sleep(0)
         yield TriggerEvent({"lines": len(lines)})
 
@@ -46,15 +50,17 @@ class PremadeLinesTrigger(BaseTrigger):
 class PremadeLinesOperator(BaseOperator):
     """Defer to ``PremadeLinesTrigger``; return how many lines it logged."""
 
-    template_fields = ("tag", "count")
+    template_fields = ("tag", "count", "per_record")
 
-    def __init__(self, tag: str, count: int | str, **kwargs: Any):
+    def __init__(self, tag: str, count: int | str, per_record: int | str = 1, **kwargs: Any):
         super().__init__(**kwargs)
         self.tag = tag
         self.count = count
+        self.per_record = per_record
 
     def execute(self, context: Any) -> None:
-        self.defer(trigger=PremadeLinesTrigger(self.tag, int(self.count)), method_name="execute_complete")
+        trigger = PremadeLinesTrigger(self.tag, int(self.count), int(self.per_record))
+        self.defer(trigger=trigger, method_name="execute_complete")
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> int:
         return int(event["lines"])
