@@ -102,6 +102,16 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
+def named_processes(name: str) -> list[int]:
+    """Return the pids of the processes whose command name (``/proc/<pid>/comm``) is ``name``."""
+    found = []
+    for comm in Path("/proc").glob("[0-9]*/comm"):
+        with contextlib.suppress(OSError):
+            if comm.read_text().strip() == name:
+                found.append(int(comm.parent.name))
+    return found
+
+
 def process_cpu(airflow: AirflowDeployment, name: str) -> dict[int, float]:
     """Return the CPU seconds of the Airflow process ``name`` and of each process it started, by pid."""
     return {pid: cpu_seconds(pid) for pid in descendants(airflow.processes[name].pid)}

@@ -19,6 +19,8 @@ import deploylib
 #: "function (path:line)", as py-spy names a frame in its raw (collapsed) output
 FRAME = re.compile(r"^(?P<function>.*) \((?P<path>[^()]*?)(?::\d+)?\)$")
 TOP = 10
+#: a thread of a thread pool waiting for work: py-spy counts it as running (it waits in C, under this frame)
+WAITING_WORKER = "_worker (futures/thread.py)"
 
 
 class Profiler:
@@ -54,8 +56,13 @@ class Profiler:
         lines = []
         for name, (_, out) in self.recorders.items():
             stacks = read_collapsed(out)
+            waiting = sum(n for stack, n in stacks.items() if stack[-1] == WAITING_WORKER)
+            stacks = Counter({stack: n for stack, n in stacks.items() if stack[-1] != WAITING_WORKER})
             total = sum(stacks.values())
-            lines.append(f"{name}: {total:,} samples on CPU; self time: {top_self(stacks, total)}")
+            lines.append(
+                f"{name}: {total:,} samples ({waiting:,} more of thread-pool threads waiting for work left out); "
+                f"self time: {top_self(stacks, total)}"
+            )
             lines.append(f"{name}: time under: {top_inclusive(stacks, total)}")
         return lines
 
