@@ -10,6 +10,7 @@ from airflow_provider_volcano_argo.engine.followed_log_slots import (
     DEFAULT_OVERFLOW_POLL_SECONDS,
     SECTION,
 )
+from airflow_provider_volcano_argo.engine.log_records import DEFAULT_LINES_PER_RECORD
 
 _PKG = "airflow_provider_volcano_argo"
 
@@ -68,6 +69,16 @@ def get_provider_info() -> dict[str, Any]:
                         "type": "float",
                         "example": None,
                         "default": str(DEFAULT_OVERFLOW_POLL_SECONDS),
+                    },
+                    "log_lines_per_record": {
+                        "description": "At most how many lines of a master's log, read in one chunk, go into one "
+                        "task-log record (joined by newlines; they share its timestamp). Airflow's triggerer passes "
+                        "about as many records per second whatever their size, so more lines per record forward a "
+                        "fast log many times faster. 1: a record per line.",
+                        "version_added": "0.1.0",
+                        "type": "integer",
+                        "example": "1000",
+                        "default": str(DEFAULT_LINES_PER_RECORD),
                     },
                 },
             }

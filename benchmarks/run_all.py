@@ -20,6 +20,7 @@ BENCHMARKS = [
     "log_throughput",
     "submit_overhead",
     "namespace_scale",
+    "log_path",
 ]
 
 

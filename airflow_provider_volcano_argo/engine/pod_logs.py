@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from airflow_provider_volcano_argo.engine.followed_log_slots import FollowedLogSlots, followed_log_slots
 from airflow_provider_volcano_argo.engine.informer import SharedObjectWatcher
+from airflow_provider_volcano_argo.engine.log_records import LineRecords, configured_lines_per_record
 from airflow_provider_volcano_argo.engine.reconnect import Reconnect
 from airflow_provider_volcano_argo.exceptions import ApiNotFoundError
 from airflow_provider_volcano_argo.models.container_instances import (
@@ -83,6 +84,8 @@ class InstanceStream:
     lines_emitted: int = 0
     overflowed: bool = False  # told the task log once that this log is read every few seconds
     _check_start: bool = False  # this read's first line is to be checked against the start (models/log_start.py)
+    lines_per_record: int | None = None  # lines of one chunk per task-log record (default: the configuration's)
+    _records: LineRecords | None = None
 
     async def run(self) -> None:
         """Stream until the instance ended (or its pod is gone), reconnecting from the cursor as needed."""
@@ -152,6 +155,7 @@ class InstanceStream:
         )
 
     def _tell_gap(self, shown_ns: int, next_ns: int) -> None:
+        self.records.flush()  # the lines before the notice come first
         # the kubelet serves only the current log file (kuberuntime/logs/logs.go: ReadLogs) and rotates it at
         # containerLogMaxSize (logs/container_log_manager.go: rotateLatestLog): what was written between the last
         # line shown and this one may have rotated away unread
@@ -161,12 +165,20 @@ class InstanceStream:
         )
 
     def _tell_late_start(self, first_ns: int, late_seconds: float) -> None:
+        self.records.flush()  # the lines before the notice come first
         # no cursor yet to find a gap with: lines written before this one may have rotated away before any read
         self.emit(
             f"the log of {self.pod} begins at {format_timestamp(first_ns)}, {late_seconds:.0f} s after the container "
             "started: if the container wrote before that, the kubelet may have rotated those lines away "
             "(containerLogMaxSize) before they were read"
         )
+
+    @property
+    def records(self) -> LineRecords:
+        """Return what groups this log's lines into task-log records (``engine/log_records.py``)."""
+        if self._records is None:
+            self._records = LineRecords(self.emit, self.lines_per_record or configured_lines_per_record())
+        return self._records
 
     async def _wait_for_end(self, seconds: float) -> None:
         """Sleep ``seconds``, but notice within a second that the instance ended (its last read is due)."""
@@ -181,11 +193,15 @@ class InstanceStream:
         since = cursor.since_time()
         # with nothing shown yet, a read that may have come too late for the start checks its first line
         self._check_start = not cursor.timestamp_ns and not from_start and self.started_at is not None
-        async for chunk in self.hook.stream_log(self.pod, self.container, self.namespace, since, follow, previous):
-            for raw in splitter.feed(chunk):
+        try:
+            async for chunk in self.hook.stream_log(self.pod, self.container, self.namespace, since, follow, previous):
+                for raw in splitter.feed(chunk):
+                    self._accept(cursor, raw)
+                self.records.flush()  # a chunk's lines reach the task log before the next await (the cursor moved)
+            for raw in splitter.flush():
                 self._accept(cursor, raw)
-        for raw in splitter.flush():
-            self._accept(cursor, raw)
+        finally:
+            self.records.flush()
 
     def _accept(self, cursor: LogCursor, raw: bytes) -> None:
         line = parse_log_line(raw)
@@ -200,7 +216,7 @@ class InstanceStream:
             if late is not None:
                 self._tell_late_start(line.timestamp_ns, late)
         text = self.prefix + line.text
-        self.emit(text)
+        self.records.add(text)
         self.tail.append(text)
         self.lines_emitted += 1
 

@@ -89,13 +89,15 @@ def test_airflow_knows_the_providers_configuration_and_its_defaults():
     from airflow.providers_manager import ProvidersManager
 
     from airflow_provider_volcano_argo.engine import followed_log_slots as slots_module
+    from airflow_provider_volcano_argo.engine import log_records
 
     # as every Airflow command does at start (the triggerer's too); Airflow 3.0 reads no provider's defaults before
     ProvidersManager().initialize_providers_configuration()
     options = get_provider_info()["config"][slots_module.SECTION]["options"]
-    assert set(options) == {"max_followed_logs", "overflow_log_poll_interval"}
+    assert set(options) == {"max_followed_logs", "overflow_log_poll_interval", "log_lines_per_record"}
     # no fallback: Airflow read these defaults from the provider's metadata (as `airflow config list` shows them)
     assert conf.getint(slots_module.SECTION, "max_followed_logs") == slots_module.DEFAULT_MAX_FOLLOWED_LOGS
     assert (
         conf.getfloat(slots_module.SECTION, "overflow_log_poll_interval") == slots_module.DEFAULT_OVERFLOW_POLL_SECONDS
     )
+    assert conf.getint(slots_module.SECTION, "log_lines_per_record") == log_records.DEFAULT_LINES_PER_RECORD
