@@ -26,7 +26,8 @@ class ChunkedLog:
         for chunk in self.chunks:
             await asyncio.sleep(0)
             stamps = [STARTED + i * 1_000_000_000 for i in chunk]
-            yield b"".join(f"{format_timestamp(s)} line {i}\n".encode() for i, s in zip(chunk, stamps, strict=True) if s >= since)
+            lines = (f"{format_timestamp(s)} line {i}\n" for i, s in zip(chunk, stamps, strict=True) if s >= since)
+            yield "".join(lines).encode()
         self.ended = True
 
 
