@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import keep_for_secret_scan
 from tests.deployment.deployment import AirflowDeployment
 from tests.deployment.postgres import postgres_server
 from tests.integration.helpers import install_mpi_templates
@@ -28,7 +29,8 @@ def airflow_deployment(sandbox, tmp_path_factory: pytest.TempPathFactory) -> Ite
         "AIRFLOW_CONN_KUBERNETES_NO_CLUSTER": json.dumps({"conn_type": "kubernetes", "extra": {}}),
     }
     with postgres_server() as database:
-        deployment = AirflowDeployment(tmp_path_factory.mktemp("airflow-deployment"), database, DAGS, connections)
+        home = tmp_path_factory.mktemp("airflow-deployment")
+        deployment = AirflowDeployment(home, database, DAGS, connections, on_read=keep_for_secret_scan)
         try:
             deployment.start()
             yield deployment
