@@ -12,7 +12,15 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ["latency", "api_load", "hard_kill", "triggerer_capacity", "log_throughput", "submit_overhead"]
+BENCHMARKS = [
+    "latency",
+    "api_load",
+    "hard_kill",
+    "triggerer_capacity",
+    "log_throughput",
+    "submit_overhead",
+    "anchor_job",
+]
 
 
 def main() -> int:
