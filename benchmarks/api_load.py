@@ -58,7 +58,7 @@ def classify(entry: dict) -> str:
 
 
 def audit_requests(path, usernames: list[str]) -> dict[str, list[dict]]:
-    """Each user's requests, one per ``auditID``: kind, URI, response code, time received (epoch seconds)."""
+    """Each user's requests, one per ``auditID``: kind, verb, URI, response code, time received (epoch seconds)."""
     import datetime
 
     requests: dict[str, dict[str, dict]] = {user: {} for user in usernames}
@@ -72,6 +72,7 @@ def audit_requests(path, usernames: list[str]) -> dict[str, list[dict]]:
                 entry["auditID"],
                 {
                     "kind": classify(entry),
+                    "verb": entry.get("verb", ""),
                     "uri": entry.get("requestURI", ""),
                     "at": datetime.datetime.fromisoformat(entry["requestReceivedTimestamp"].replace("Z", "+00:00")),
                     "code": None,

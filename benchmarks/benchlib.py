@@ -116,22 +116,34 @@ def prepare_namespace(sb, name: str) -> str:
     return ns
 
 
-def extra_identity(sb, name: str, namespaces: list[str]) -> tuple[str, str]:
+def extra_identity(sb, name: str, namespaces: list[str], rules: list[dict] | None = None) -> tuple[str, str]:
     """Make another service account in ``argo``, bound to the same least-privilege rules in ``namespaces``.
 
-    A baseline's requests can then be told apart in the audit log. Returns (connection JSON, username).
+    A baseline's requests can then be told apart in the audit log. ``rules``: a Role of its own with these rules
+    instead (what another operator needs; the provider's shipped Role stays as it is). Returns (connection JSON,
+    username).
     """
     from airflow_provider_volcano_argo.sandbox.assembly import AIRFLOW_NAMESPACE, AIRFLOW_ROLE
 
     token = sb.service_account_token(AIRFLOW_NAMESPACE, name)
+    role = AIRFLOW_ROLE if rules is None else f"bench-{name}"
     for ns in namespaces:
+        if rules is not None:
+            sb.apply(
+                {
+                    "apiVersion": "rbac.authorization.k8s.io/v1",
+                    "kind": "Role",
+                    "metadata": {"name": role, "namespace": ns},
+                    "rules": rules,
+                }
+            )
         sb.apply(
             {
                 "apiVersion": "rbac.authorization.k8s.io/v1",
                 "kind": "RoleBinding",
-                "metadata": {"name": f"{AIRFLOW_ROLE}-{name}", "namespace": ns},
+                "metadata": {"name": f"{role}-{name}", "namespace": ns},
                 "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": AIRFLOW_NAMESPACE}],
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": AIRFLOW_ROLE},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
             }
         )
     kubeconfig = sb.control_plane.write_kubeconfig(name, token, AIRFLOW_NAMESPACE)
@@ -208,15 +220,17 @@ def wait_for(predicate, timeout: float, what: str, interval: float = 0.2):
 class JobPhaseWatch:
     """Watch every Volcano Job as admin: the wall-clock time (``time.time()``) each was first seen in each phase.
 
-    Runs in a thread until ``stop()``.
+    Runs in a thread until ``stop()``. ``kind`` and ``phase``: another resource and how to read its phase (e.g.
+    batch/v1 ``jobs`` and their conditions).
     """
 
-    def __init__(self, sb):
+    def __init__(self, sb, kind: str = "vcjobs", phase=job_phase):
         self.api = sb.api
+        self.kind, self.phase = kind, phase
         self.seen: dict[tuple[str, str], dict[str, float]] = {}
         self.cond = threading.Condition()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="bench-job-watch", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"bench-{kind}-watch", daemon=True)
 
     def __enter__(self) -> JobPhaseWatch:
         self._thread.start()
@@ -229,7 +243,7 @@ class JobPhaseWatch:
         now = time.time()
         meta = job["metadata"]
         phases = self.seen.setdefault((meta["namespace"], meta["name"]), {})
-        phase = job_phase(job)
+        phase = self.phase(job)
         if phase and phase not in phases:
             with self.cond:
                 phases[phase] = now
@@ -240,11 +254,11 @@ class JobPhaseWatch:
         while not self._stop.is_set():
             try:
                 if version is None:
-                    listing = self.api.list("vcjobs")
+                    listing = self.api.list(self.kind)
                     for job in listing.get("items", []):
                         self._record(job)
                     version = listing["metadata"]["resourceVersion"]
-                for event in self.api.watch("vcjobs", version, timeout_seconds=30):
+                for event in self.api.watch(self.kind, version, timeout_seconds=30):
                     if self._stop.is_set():
                         return
                     obj = event.get("object", {})

@@ -19,7 +19,7 @@ import os
 import shutil
 import signal
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -47,20 +47,25 @@ def deployment(
     triggerers: int = 1,
     extra_env: dict[str, str] | None = None,
     keep_home: bool = False,
+    audit_log: bool = False,
+    prepare: Callable[[object, str], dict[str, str]] | None = None,
 ) -> Iterator[Deployed]:
     """Start a sandbox, a namespace with the shipped templates, and Airflow reading DAGs from ``dags_folder``.
 
     Everything stops on exit (also on errors and Ctrl-C); on an error, the tail of each Airflow process's log goes to
     stderr. ``extra_env``: more environment for the Airflow processes (``AIRFLOW__SECTION__KEY`` settings).
-    ``keep_home``: leave the Airflow home (process logs, task logs) in /tmp and say where.
+    ``keep_home``: leave the Airflow home (process logs, task logs) in /tmp and say where. ``audit_log``: the API
+    server's audit log (``sb.control_plane.audit_log_file``). ``prepare(sandbox, namespace)``: runs before Airflow
+    starts and returns more environment for it (e.g. the connection of another identity).
     """
     home = Path(tempfile.mkdtemp(prefix="volcano-argo-bench-deployment-"))
-    with benchlib.sandbox() as sb:
+    with benchlib.sandbox(audit_log=audit_log) as sb:
         ns = benchlib.prepare_namespace(sb, namespace)
         env = {
             "AIRFLOW_CONN_KUBERNETES_DEFAULT": sb.airflow_connection(),
             "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p),
             **(extra_env or {}),
+            **(prepare(sb, ns) if prepare else {}),
         }
         with postgres_server() as database:
             airflow = AirflowDeployment(home, database, dags_folder, env)

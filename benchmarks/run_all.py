@@ -21,6 +21,7 @@ BENCHMARKS = [
     "submit_overhead",
     "namespace_scale",
     "log_path",
+    "anchor_job",
 ]
 
 

@@ -167,9 +167,11 @@ class ControlPlane:
         return [
             str(self.binaries.kube_controller_manager),
             f"--kubeconfig={self.admin_kubeconfig}",
-            # persistentvolume-binder: claims bind to PersistentVolumes as on a cluster (the kubelet mounts bound ones)
+            # persistentvolume-binder: claims bind to PersistentVolumes as on a cluster (the kubelet mounts bound ones);
+            # job: batch/v1 Jobs run as on a cluster (pkg/controller/job: pods created from the template, the
+            # Complete / Failed conditions), their pods bound and run by the emulated kubelet
             "--controllers=garbagecollector,serviceaccount,serviceaccount-token,namespace,resourcequota,"
-            "persistentvolume-binder",
+            "persistentvolume-binder,job",
             f"--service-account-private-key-file={self.pki.sa_key_file}",
             f"--root-ca-file={self.pki.ca_file}",
             "--leader-elect=false",

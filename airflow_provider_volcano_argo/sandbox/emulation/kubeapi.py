@@ -55,6 +55,7 @@ RESOURCES = {
     "namespaces": Resource("", "v1", "namespaces", namespaced=False),
     "serviceaccounts": Resource("", "v1", "serviceaccounts"),
     "networkpolicies": Resource("networking.k8s.io", "v1", "networkpolicies"),
+    "jobs": Resource("batch", "v1", "jobs"),
     "vcjobs": Resource("batch.volcano.sh", "v1alpha1", "jobs"),
     "podgroups": Resource("scheduling.volcano.sh", "v1beta1", "podgroups"),
     "queues": Resource("scheduling.volcano.sh", "v1beta1", "queues", namespaced=False),
