@@ -377,3 +377,19 @@ class QuietLog:
         say("trigger warning:", msg % args if args else msg)
 
     debug = error = exception = critical = warning
+
+
+class StreamingLog:
+    """Stands in for trigger ``i``'s task log: adds ``i`` to ``streaming`` at its first "tick" line (the master's)."""
+
+    def __init__(self, i: int, streaming: set[int]):
+        self.i, self.streaming = i, streaming
+
+    def info(self, msg, *args, **kwargs):
+        if str(msg).startswith("tick "):
+            self.streaming.add(self.i)
+
+    def warning(self, msg, *args, **kwargs):
+        say(f"trigger {self.i} warning:", msg % args if args else msg)
+
+    debug = error = exception = critical = warning

@@ -64,22 +64,9 @@ def child_main(args) -> None:
     streaming: set[int] = set()
     ended: list[str] = []
 
-    class TaskLog:
-        def __init__(self, i: int):
-            self.i = i
-
-        def info(self, msg, *a, **k):
-            if str(msg).startswith("tick "):
-                streaming.add(self.i)
-
-        def warning(self, msg, *a, **k):
-            say(f"trigger {self.i} warning:", msg % a if a else msg)
-
-        debug = error = exception = critical = warning
-
     async def follow(i: int, spec: dict) -> None:
         trigger = ArgoWorkflowTrigger(spec=spec, connection={"kubernetes_conn_id": "kubernetes_default"})
-        trigger._log = TaskLog(i)
+        trigger._log = benchlib.StreamingLog(i, streaming)
         event = await trigger.run().__anext__()
         ended.append(f"{spec['job_name']}: {event.payload['status']} {event.payload['message']}")
 

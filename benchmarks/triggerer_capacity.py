@@ -64,24 +64,11 @@ def child_main(args) -> None:
             await asyncio.sleep(TICK)
             lags.append((time.monotonic(), time.monotonic() - t - TICK))
 
-    class TaskLog:
-        def __init__(self, i: int):
-            self.i = i
-
-        def info(self, msg, *a, **k):
-            if str(msg).startswith("tick "):
-                streaming.add(self.i)
-
-        def warning(self, msg, *a, **k):
-            say(f"trigger {self.i} warning:", msg % a if a else msg)
-
-        debug = error = exception = critical = warning
-
     async def ours(i: int, spec: dict) -> None:
         if args.child == "ours-poll":
             spec = {**spec, "log_poll_interval": LOG_POLL_SECONDS}
         trigger = ArgoWorkflowTrigger(spec=spec, connection={"kubernetes_conn_id": "kubernetes_default"})
-        trigger._log = TaskLog(i)
+        trigger._log = benchlib.StreamingLog(i, streaming)
         event = await trigger.run().__anext__()
         ended.append(f"{spec['job_name']}: {event.payload['status']} {event.payload['message']}")
 
