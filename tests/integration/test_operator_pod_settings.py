@@ -204,8 +204,14 @@ def _pod_reader_account(sandbox, ns: str, name: str) -> None:
     """Create service account ``name`` with what the master's init container needs (get, list, watch pods)."""
     rbac = "rbac.authorization.k8s.io"
     sandbox.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": ns}})
-    sandbox.apply({"apiVersion": f"{rbac}/v1", "kind": "Role", "metadata": {"name": name, "namespace": ns},
-                   "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]})
+    sandbox.apply(
+        {
+            "apiVersion": f"{rbac}/v1",
+            "kind": "Role",
+            "metadata": {"name": name, "namespace": ns},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}],
+        }
+    )
     sandbox.apply({"apiVersion": f"{rbac}/v1", "kind": "RoleBinding", "metadata": {"name": name, "namespace": ns},
                    "roleRef": {"apiGroup": rbac, "kind": "Role", "name": name},
                    "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": ns}]})  # fmt: skip

@@ -229,8 +229,10 @@ class Kubelet:
             if runner is not None:
                 runner.terminate(grace_seconds(pod) * self.time_scale)
                 runner.thread.join(5)
-            self.api.delete("pods", meta["name"], meta["namespace"], grace_period_seconds=0)
-        except Exception as exc:  # gone already, or the API server restarting: the next pass retries
+            # status_manager.go syncPod: the pod's UID as a precondition, so that a pod re-created under the
+            # name meanwhile (RestartJob, or this pass seeing the old one again from a stale cache) is never deleted
+            self.api.delete("pods", meta["name"], meta["namespace"], grace_period_seconds=0, uid=meta["uid"])
+        except Exception as exc:  # gone already (404, or 409: another pod now), or the API server restarting
             log.debug("finalizing %s: %s", meta["name"], exc)
         finally:
             self.terminating.discard(meta["uid"])

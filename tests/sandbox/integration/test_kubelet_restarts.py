@@ -142,3 +142,20 @@ def test_logs_of_a_container_not_started_are_400_and_never_an_earlier_pod_of_tha
         assert refused.value.status == 400 and "is waiting to start" in str(refused.value.body), refused.value.body
     finally:
         sandbox.kubelet.programs.clear()
+
+
+def test_a_late_confirmation_of_a_deleted_pod_never_deletes_a_new_pod_of_that_name(sandbox, sandbox_namespace):
+    """The kubelet's zero-grace delete carries the old pod's UID (``status_manager.go: syncPod``): a pass that sees
+    the old pod again from a stale cache gets 409 and leaves the pod re-created under the name alone.
+    """
+    ns, api = sandbox_namespace, sandbox.api
+    sandbox.kubelet.programs.script(ScriptedProgram(duration=600), namespace=ns, container="main")
+    try:
+        old = api.create("pods", _pod("renamed", "Never"), ns)
+        api.delete("pods", "renamed", ns, grace_period_seconds=0)
+        wait_for(lambda: api.get_or_none("pods", "renamed", ns) is None, 30, what="the old pod gone")
+        new = api.create("pods", _pod("renamed", "Never"), ns)
+        sandbox.kubelet._terminate(old, None)  # what a pass holding the old pod with its deletionTimestamp runs
+        assert api.get("pods", "renamed", ns)["metadata"]["uid"] == new["metadata"]["uid"]
+    finally:
+        sandbox.kubelet.programs.clear()

@@ -64,15 +64,17 @@ def _restart(sandbox, name: str, ns: str) -> None:
     sandbox.api.create("commands", body, ns)
 
 
-def _lingering_worker_job(sandbox, ns: str, name: str, min_available: int) -> str:
-    """A running job whose worker 1 ignores SIGTERM (a shell as PID 1): killed, it lingers the whole grace period."""
+def _lingering_worker_job(sandbox, ns: str, name: str, min_available: int, grace: int = 30) -> str:
+    """A running job whose worker 1 ignores SIGTERM (a shell as PID 1): killed, it lingers the whole grace period
+    (``grace`` seconds, a tenth of it at time_scale 0.1).
+    """
     sandbox.kubelet.programs.script(ScriptedProgram(duration=3600), namespace=ns, container="mpimaster")
     sandbox.kubelet.programs.script(
         ScriptedProgram(duration=3600, ignores_sigterm=True), namespace=ns, pod=f"{name}-mpiworker-1"
     )
     job = volcano_job(name, workers=2)
     job["spec"]["minAvailable"] = min_available
-    job["spec"]["tasks"][1]["template"]["spec"]["terminationGracePeriodSeconds"] = 30  # 3 s at time_scale 0.1
+    job["spec"]["tasks"][1]["template"]["spec"]["terminationGracePeriodSeconds"] = grace
     sandbox.api.create("vcjobs", job, ns)
     wait_for(lambda: phase_of(sandbox.api, "vcjobs", name, ns) == "Running", 30, what="Running")
     return sandbox.api.get("pods", f"{name}-mpiworker-1", ns)["metadata"]["uid"]
@@ -107,7 +109,8 @@ def test_restarting_goes_pending_while_a_killed_pod_still_terminates(sandbox, sa
 
 def test_the_new_attempts_pods_are_created_while_the_job_is_still_restarting(sandbox, sandbox_namespace):
     ns = sandbox_namespace
-    _lingering_worker_job(sandbox, ns, "early", min_available=3)
+    # 12 s of lingering: the new master must appear within it even on a loaded machine (3 s was not always enough)
+    _lingering_worker_job(sandbox, ns, "early", min_available=3, grace=120)
     version = int(_status(sandbox, "early", ns).get("version", 0))
     _restart(sandbox, "early", ns)
 
