@@ -37,7 +37,12 @@ from airflow_provider_volcano_argo.models.resources import (
     WORKFLOWS,
     ApiResource,
 )
-from airflow_provider_volcano_argo.models.volcano_commands import jobs_to_terminate, terminate_command
+from airflow_provider_volcano_argo.models.selectors import OWNED_SELECTOR
+from airflow_provider_volcano_argo.models.volcano_commands import (
+    jobs_to_terminate,
+    needs_unnarrowed_list,
+    terminate_command,
+)
 
 LOG_CHUNK_BYTES = 64 * 1024
 FOLLOW_TIMEOUT = (30, 300)
@@ -133,7 +138,11 @@ class VolcanoArgoHook(KubernetesHook):
 
     def terminate_jobs(self, workflow: dict, namespace: str) -> list[str]:
         """Terminate the Volcano Jobs the Workflow created that still run (kept, pods gone); return their names."""
-        jobs = jobs_to_terminate(self.list_objects(VOLCANO_JOBS, namespace), workflow["metadata"].get("uid"))
+        uid = workflow["metadata"].get("uid")
+        listed = self.list_objects(VOLCANO_JOBS, namespace, OWNED_SELECTOR)
+        if needs_unnarrowed_list(listed, uid):
+            listed = self.list_objects(VOLCANO_JOBS, namespace)
+        jobs = jobs_to_terminate(listed, uid)
         for job in jobs:
             self.create_object(COMMANDS, terminate_command(job), namespace)
         return [job["metadata"]["name"] for job in jobs]
@@ -353,8 +362,11 @@ class AsyncVolcanoArgoHook(AsyncKubernetesHook):
 
     async def terminate_jobs(self, workflow: dict, namespace: str) -> list[str]:
         """Terminate the Volcano Jobs the Workflow created that still run (kept, pods gone); return their names."""
-        listed = await self.list_objects(VOLCANO_JOBS, namespace)
-        jobs = jobs_to_terminate(listed.get("items") or [], workflow["metadata"].get("uid"))
+        uid = workflow["metadata"].get("uid")
+        listed = (await self.list_objects(VOLCANO_JOBS, namespace, label_selector=OWNED_SELECTOR)).get("items") or []
+        if needs_unnarrowed_list(listed, uid):
+            listed = (await self.list_objects(VOLCANO_JOBS, namespace)).get("items") or []
+        jobs = jobs_to_terminate(listed, uid)
         for job in jobs:
             await self._custom("create", COMMANDS, namespace, "create_namespaced_custom_object", terminate_command(job))
         return [job["metadata"]["name"] for job in jobs]

@@ -20,6 +20,16 @@ def jobs_to_terminate(jobs: list[dict], workflow_uid: str | None) -> list[dict]:
     return [job for job in jobs if owned_by(job, workflow_uid) and not job_ended(job)]
 
 
+def needs_unnarrowed_list(labelled: list[dict], workflow_uid: str | None) -> bool:
+    """Tell whether the Jobs listed by the provider's label hold none of the Workflow's, so all must be listed.
+
+    The shipped templates label their Jobs (``models/owned_labels.py``), so a stop finds them without listing what
+    else the namespace holds; a template of one's own may leave the label out (the custom-template contract asks
+    for it on every Job or none).
+    """
+    return not any(owned_by(job, workflow_uid) for job in labelled)
+
+
 def terminate_command(job: dict, action: str = TERMINATE_JOB) -> dict:
     """Return the Command that makes Volcano's job controller run ``action`` on ``job`` once.
 

@@ -10,12 +10,12 @@ import asyncio
 import pytest
 
 from airflow_provider_volcano_argo.engine.informer import SharedWatch
-from airflow_provider_volcano_argo.hooks.volcano_argo import AsyncVolcanoArgoHook
+from airflow_provider_volcano_argo.hooks.volcano_argo import AsyncVolcanoArgoHook, VolcanoArgoHook
 from airflow_provider_volcano_argo.models.follow import FollowSpec
 from airflow_provider_volcano_argo.models.names import MANAGED_BY, MANAGED_BY_LABEL
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
 from airflow_provider_volcano_argo.triggers.argo_workflow import ArgoWorkflowTrigger
-from tests.integration.helpers import capture_task_log, install_mpi_templates, wait_for
+from tests.integration.helpers import capture_task_log, install_mpi_templates, phase_of, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -140,3 +140,67 @@ def test_a_follower_never_receives_objects_that_are_not_its_own_and_still_comple
     assert all(field or label for _, _, field, label in narrowed_requests), narrowed_requests
     # the contrast: the namespace-wide watches of a trigger deferred before the label did receive them
     assert {f"{FOREIGN}-wf", f"{FOREIGN}-job", f"{FOREIGN}-pod-0"} <= set().union(*as_before.values()), as_before
+
+
+def _owned_job(api, ns: str, name: str, workflow: dict, labelled: bool) -> None:
+    """A Volcano Job the Workflow owns; its pod runs until it is stopped (scripted for the container ``solver``)."""
+    meta = workflow["metadata"]
+    owner = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "name": meta["name"], "uid": meta["uid"]}
+    pod_spec = {"containers": [{"name": "solver", "image": "mpi:latest"}]}
+    body = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "ownerReferences": [owner],
+            "labels": {MANAGED_BY_LABEL: MANAGED_BY} if labelled else {},
+        },
+        "spec": {"minAvailable": 1, "tasks": [{"name": "mpimaster", "replicas": 1, "template": {"spec": pod_spec}}]},
+    }
+    api.create("vcjobs", body, ns)
+
+
+@pytest.mark.parametrize("labelled", [True, False], ids=["labelled", "a template of one's own"])
+def test_a_stop_finds_the_runs_job_by_the_label_and_lists_the_namespace_only_for_an_unlabelled_one(
+    sandbox, sandbox_namespace, monkeypatch, labelled
+):
+    ns, api = sandbox_namespace, sandbox.api
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", sandbox.airflow_connection())
+    sandbox.kubelet.programs.script(ScriptedProgram(duration=3600), namespace=ns, container="solver")
+    _foreign_objects(api, ns)
+    # a finished Workflow (no status subresource: created so), which the emulated Argo controller leaves alone
+    workflow = api.create(
+        "workflows",
+        {
+            "apiVersion": "argoproj.io/v1alpha1",
+            "kind": "Workflow",
+            "metadata": {"name": "stopped", "labels": {MANAGED_BY_LABEL: MANAGED_BY}},
+            "spec": {"entrypoint": "main", "templates": [{"name": "main", "container": {"image": "x"}}]},
+            "status": {"phase": "Failed", "finishedAt": "2026-01-01T00:00:00Z"},
+        },
+        ns,
+    )
+    _owned_job(api, ns, "stopped-job", workflow, labelled)
+    wait_for(lambda: phase_of(api, "vcjobs", "stopped-job", ns) in ("Pending", "Running"), 30, what="the run's Job")
+    selectors: list[str | None] = []
+    sync_list, async_list = VolcanoArgoHook.list_objects, AsyncVolcanoArgoHook.list_objects
+
+    def recorded_sync(self, res, namespace, label_selector=None):
+        selectors.append(label_selector)
+        return sync_list(self, res, namespace, label_selector)
+
+    async def recorded_async(self, res, namespace, field_selector=None, label_selector=None, **kw):
+        selectors.append(label_selector)
+        return await async_list(self, res, namespace, field_selector, label_selector, **kw)
+
+    monkeypatch.setattr(VolcanoArgoHook, "list_objects", recorded_sync)
+    monkeypatch.setattr(AsyncVolcanoArgoHook, "list_objects", recorded_async)
+    stopped = VolcanoArgoHook(conn_id="kubernetes_default").terminate_jobs(workflow, ns)
+    stopped_async = asyncio.run(AsyncVolcanoArgoHook(conn_id="kubernetes_default").terminate_jobs(workflow, ns))
+    assert stopped == stopped_async == ["stopped-job"]  # the foreign Job, running as well, is not the run's
+    owned = f"{MANAGED_BY_LABEL}={MANAGED_BY}"
+    assert selectors == ([owned, owned] if labelled else [owned, None, owned, None])
+    # the Command did reach Volcano's job controller: the run's Job stops, the foreign one is left as it was
+    wait_for(lambda: phase_of(api, "vcjobs", "stopped-job", ns) in ("Terminating", "Terminated"), 30, what="stopped")
+    assert phase_of(api, "vcjobs", f"{FOREIGN}-job", ns) in ("Pending", "Running")
+    sandbox.kubelet.programs.clear()

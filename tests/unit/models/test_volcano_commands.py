@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from airflow_provider_volcano_argo.models.volcano_commands import jobs_to_terminate, terminate_command
+from airflow_provider_volcano_argo.models.volcano_commands import (
+    jobs_to_terminate,
+    needs_unnarrowed_list,
+    terminate_command,
+)
 
 
 def _job(name: str, phase: str, owner: str) -> dict:
@@ -22,6 +26,13 @@ def test_only_the_workflows_jobs_that_still_run_are_terminated():
     ]
     assert [j["metadata"]["name"] for j in jobs_to_terminate(jobs, "wf")] == ["running", "pending"]
     assert jobs_to_terminate(jobs, None) == []
+
+
+def test_the_namespace_is_listed_whole_only_when_no_labelled_job_is_the_workflows():
+    # an ended Job found by the label is enough: the Workflow's Jobs carry it, the namespace need not be read
+    assert not needs_unnarrowed_list([_job("mine", "Completed", "wf"), _job("other", "Running", "x")], "wf")
+    assert needs_unnarrowed_list([_job("other", "Running", "x")], "wf")  # a template of one's own, unlabelled
+    assert needs_unnarrowed_list([], "wf")
 
 
 def test_the_command_is_owned_by_and_targets_its_job_without_blocking_its_deletion():
