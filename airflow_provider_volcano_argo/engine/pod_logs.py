@@ -12,6 +12,7 @@ and so does the first read that gets lines of a log whose start it may have come
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 from collections import deque
@@ -85,6 +86,7 @@ class InstanceStream:
     overflowed: bool = False  # told the task log once that this log is read every few seconds
     _check_start: bool = False  # this read's first line is to be checked against the start (models/log_start.py)
     lines_per_record: int | None = None  # lines of one chunk per task-log record (default: the configuration's)
+    pod_news: Callable[[], asyncio.Event] | None = None  # set at the pod watch's next update (wakes a wait)
     _records: LineRecords | None = None
 
     async def run(self) -> None:
@@ -181,11 +183,21 @@ class InstanceStream:
         return self._records
 
     async def _wait_for_end(self, seconds: float) -> None:
-        """Sleep ``seconds``, but notice within a second that the instance ended (its last read is due)."""
+        """Sleep ``seconds``, but wake as soon as the pod watch shows the instance ended (its last read is due).
+
+        A follow read ends with its container, usually just before the watch shows the exit: without the wake-up
+        the last read, and so the trigger's event, waited for the next second (measured by anchor_job.py: the
+        event 0.96 s after the Job's end, p50). Without ``pod_news``, it checks each second.
+        """
         deadline = time.monotonic() + seconds
-        # is_finished() is computed from the pod watch's cache: checking it each second bounds the last read's delay
-        while not self.is_finished() and time.monotonic() < deadline:  # noqa: ASYNC110
-            await asyncio.sleep(min(1.0, max(deadline - time.monotonic(), 0.0)))
+        # is_finished() is computed from the pod watch's cache, which only a watch update changes
+        while not self.is_finished() and (left := deadline - time.monotonic()) > 0:
+            news = self.pod_news() if self.pod_news else None
+            if news is None:
+                await asyncio.sleep(min(1.0, left))
+                continue
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(news.wait(), min(1.0, left))
 
     async def _read(self, cursor: LogCursor, follow: bool, previous: bool = False, from_start: bool = False) -> None:
         splitter = LineSplitter(MAX_LINE_BYTES)
@@ -257,6 +269,7 @@ class PodLogForwarder:
         self.last_stream_of: dict[str, asyncio.Task] = {}
         self.synced = False  # the pods have been listed once: every instance that exists has a stream
         self.paused = False
+        self._pod_news = asyncio.Event()  # set (and replaced) at each update of the pod watch: wakes waiting streams
 
     def watcher(self) -> SharedObjectWatcher:
         return SharedObjectWatcher(
@@ -284,6 +297,8 @@ class PodLogForwarder:
             self.pods[uid] = pod
         self.start_streams()
         self.synced = self.synced or kind == "SYNCED"
+        news, self._pod_news = self._pod_news, asyncio.Event()
+        news.set()
         self.on_change()
 
     def start_streams(self) -> None:
@@ -315,6 +330,7 @@ class PodLogForwarder:
                 after=self.last_stream_of.get(name),
                 started_at=lambda k=key: instance_started_at(self.pods.values(), k),
                 start_seen_at=self.start_seen.get(key),
+                pod_news=lambda: self._pod_news,
             )
             self.streams[key] = (asyncio.create_task(stream.run()), stream)
             self.last_stream_of[name] = self.streams[key][0]

@@ -76,3 +76,23 @@ def test_a_run_that_did_not_end_bounds_the_drain_in_all_even_while_lines_arrive(
         return task
 
     assert asyncio.run(scenario()).cancelled()
+
+
+def test_a_wait_for_the_instances_end_wakes_at_the_pod_watchs_update_not_at_the_next_second():
+    async def scenario() -> bool:
+        ended = False
+        news = asyncio.Event()
+        stream = InstanceStream(None, "ns", "pod", "mpimaster", "key", CursorBook(), print, lambda: ended)
+        stream.pod_news = lambda: news
+        waiting = asyncio.ensure_future(stream._wait_for_end(10.0))
+        await asyncio.sleep(0)  # it waits
+        assert not waiting.done()
+        ended, (old, news) = True, (news, asyncio.Event())  # the pod watch shows the exit
+        old.set()
+        for _ in range(5):  # a few turns of the loop, no clock: a wait on the 1-s fallback would still sleep
+            await asyncio.sleep(0)
+        done = waiting.done()
+        waiting.cancel()
+        return done
+
+    assert asyncio.run(scenario())
