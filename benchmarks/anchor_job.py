@@ -16,6 +16,7 @@ import contextlib
 import datetime
 import json
 import random
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -317,7 +318,7 @@ def main() -> None:
     notes += seen["warm-up"][:2] + [p for r in ours + anchor for p in r.problems][:5]
     benchlib.report(
         "Beside the real anchor: KubernetesJobOperator(deferrable=True) and ours in a real deployment",
-        [f"command: `.venv/bin/python benchmarks/anchor_job.py{' --small' if args.small else ''}`"],
+        [f"command: `.venv/bin/python benchmarks/anchor_job.py{''.join(' ' + a for a in sys.argv[1:])}`"],
         ["measure", "ours (VolcanoMPIJobOperator)", "anchor (KubernetesJobOperator, deferrable)", "ours / anchor",
          "goal", "met?"],
         rows,
