@@ -32,6 +32,7 @@ from airflow_provider_volcano_argo.models.container_instances import (
     job_of_pod,
     log_instances,
     log_read,
+    may_restart,
     started_instances,
 )
 from airflow_provider_volcano_argo.models.log_cursor import (
@@ -87,6 +88,7 @@ class InstanceStream:
     _check_start: bool = False  # this read's first line is to be checked against the start (models/log_start.py)
     lines_per_record: int | None = None  # lines of one chunk per task-log record (default: the configuration's)
     pod_news: Callable[[], asyncio.Event] | None = None  # set at the pod watch's next update (wakes a wait)
+    may_restart: Callable[[], bool] = lambda: False  # shown ended, but its container may restart (models)
     _records: LineRecords | None = None
 
     async def run(self) -> None:
@@ -187,7 +189,9 @@ class InstanceStream:
 
         A follow read ends with its container, usually just before the watch shows the exit: without the wake-up
         the last read, and so the trigger's event, waited for the next second (measured by anchor_job.py: the
-        event 0.96 s after the Job's end, p50). Without ``pod_news``, it checks each second.
+        event 0.96 s after the Job's end, p50). Without ``pod_news``, it checks each second. An instance whose
+        container may restart (``may_restart``) is not woken: its status moves on (restart, or back-off) within
+        the second, and then the last read asks for it with ``previous`` (a plain read could serve the next one).
         """
         deadline = time.monotonic() + seconds
         # is_finished() is computed from the pod watch's cache, which only a watch update changes
@@ -198,6 +202,8 @@ class InstanceStream:
                 continue
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(news.wait(), min(1.0, left))
+            if self.is_finished() and self.may_restart():
+                await asyncio.sleep(min(1.0, max(deadline - time.monotonic(), 0.0)))
 
     async def _read(self, cursor: LogCursor, follow: bool, previous: bool = False, from_start: bool = False) -> None:
         splitter = LineSplitter(MAX_LINE_BYTES)
@@ -331,6 +337,7 @@ class PodLogForwarder:
                 started_at=lambda k=key: instance_started_at(self.pods.values(), k),
                 start_seen_at=self.start_seen.get(key),
                 pod_news=lambda: self._pod_news,
+                may_restart=lambda k=key: may_restart(self.pods.values(), k),
             )
             self.streams[key] = (asyncio.create_task(stream.run()), stream)
             self.last_stream_of[name] = self.streams[key][0]

@@ -171,6 +171,27 @@ def instance_finished(pods: Iterable[dict], key: str) -> bool:
     return read is None or read.ended
 
 
+def may_restart(pods: Iterable[dict], key: str) -> bool:
+    """Tell whether an instance shown ended as its container's current one may yet be restarted in its pod.
+
+    The kubelet restarts a container that exited under ``restartPolicy: Always``, or under ``OnFailure`` with a
+    non-zero code, the first time at once (``kuberuntime_manager.go: computePodActions``, ``doBackOff``), unless the
+    pod is being deleted. Until its status shows the restart, a plain ``pods/log`` read by name may already serve the
+    next instance: such an instance is read (with ``previous``) once the status moved on.
+    """
+    uid, container, restart = key.rsplit("/", 2)
+    for pod in pods:
+        if pod["metadata"]["uid"] != uid or pod["metadata"].get("deletionTimestamp"):
+            continue
+        status = _container_status(pod, container) or {}
+        ended = (status.get("state") or {}).get("terminated")
+        if not ended or _current(status) != int(restart):
+            return False
+        policy = (pod.get("spec") or {}).get("restartPolicy", "Always")
+        return policy == "Always" or (policy == "OnFailure" and ended.get("exitCode", 0) != 0)
+    return False
+
+
 def exit_codes(pods: Iterable[dict], container: str, jobs: set[str]) -> list[ExitCode]:
     """Return the non-zero exit codes of ``container`` (current or last instance) in pods of ``jobs``.
 

@@ -24,8 +24,8 @@ def needs_unnarrowed_list(labelled: list[dict], workflow_uid: str | None) -> boo
     """Tell whether the Jobs listed by the provider's label hold none of the Workflow's, so all must be listed.
 
     The shipped templates label their Jobs (``models/owned_labels.py``), so a stop finds them without listing what
-    else the namespace holds; a template of one's own may leave the label out (the custom-template contract asks
-    for it on every Job or none).
+    else the namespace holds; a template of one's own may leave the label out. A Workflow whose Jobs carried it
+    only in part would have its unlabelled ones missed: the custom-template contract's templates create one Job.
     """
     return not any(owned_by(job, workflow_uid) for job in labelled)
 

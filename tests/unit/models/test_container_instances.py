@@ -11,6 +11,7 @@ from airflow_provider_volcano_argo.models.container_instances import (
     job_of_pod,
     log_instances,
     log_read,
+    may_restart,
     started_instances,
 )
 from airflow_provider_volcano_argo.models.log_cursor import parse_timestamp
@@ -201,3 +202,20 @@ def test_an_instance_started_when_its_own_state_says():
     assert instance_started_at([_restarting(0, {"running": {}}, None)], "p1/mpimaster/0") is None  # not said
     bad = {"running": {"startedAt": "yesterday"}}
     assert instance_started_at([_restarting(0, bad, None)], "p1/mpimaster/0") is None
+
+
+def test_an_ended_current_instance_may_restart_only_where_the_kubelet_restarts_it():
+    failed = _pod("p1", 0, "terminated")  # exit code 3
+    key = "p1/mpimaster/0"
+    for policy, expected in (("Always", True), ("OnFailure", True), ("Never", False)):
+        failed["spec"] = {"restartPolicy": policy}
+        assert may_restart([failed], key) is expected, policy
+    succeeded = _pod("p1", 0, "terminated")
+    succeeded["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] = 0
+    succeeded["spec"] = {"restartPolicy": "OnFailure"}
+    assert not may_restart([succeeded], key)  # OnFailure and exit 0: it stays ended
+    failed["spec"] = {"restartPolicy": "OnFailure"}
+    failed["metadata"]["deletionTimestamp"] = "t"
+    assert not may_restart([failed], key)  # a pod being deleted is not restarted
+    assert not may_restart([_pod("p1", 0, "running")], key)  # not ended
+    assert not may_restart([_pod("p1", 1, "running")], key)  # restarted already: previous serves it
