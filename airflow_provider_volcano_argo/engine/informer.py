@@ -33,6 +33,9 @@ _DROPPED_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
     ),
     "pods": (("spec",),),
 }
+#: What is kept of a dropped ``spec``: a pod's restart policy tells whether an ended container may come back
+#: (``models.container_instances.may_restart``).
+_KEPT_SPEC_FIELDS: dict[str, tuple[str, ...]] = {"pods": ("restartPolicy",)}
 
 
 def slim(plural: str, obj: dict) -> dict:
@@ -43,7 +46,12 @@ def slim(plural: str, obj: dict) -> dict:
         out["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
     for path in _DROPPED_FIELDS.get(plural, ()):
         if len(path) == 1:
-            out.pop(path[0], None)
+            dropped = out.pop(path[0], None)
+            kept = {
+                k: dropped[k] for k in _KEPT_SPEC_FIELDS.get(plural, ()) if isinstance(dropped, dict) and k in dropped
+            }
+            if path == ("spec",) and kept:
+                out["spec"] = kept
         elif isinstance(out.get(path[0]), dict) and path[1] in out[path[0]]:
             out[path[0]] = {k: v for k, v in out[path[0]].items() if k != path[1]}
     return out
