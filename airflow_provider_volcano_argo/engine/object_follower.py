@@ -9,6 +9,7 @@ not the provider's to annotate.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -17,10 +18,11 @@ from airflow_provider_volcano_argo.engine.follow_loop import FollowLoop
 from airflow_provider_volcano_argo.engine.informer import SharedObjectWatcher
 from airflow_provider_volcano_argo.engine.pod_logs import PodLogForwarder
 from airflow_provider_volcano_argo.engine.pod_waiting import PodWaitingReporter
+from airflow_provider_volcano_argo.exceptions import VolcanoArgoApiError
 from airflow_provider_volcano_argo.models.follow import FollowOutcome
 from airflow_provider_volcano_argo.models.log_cursor import CursorBook
 from airflow_provider_volcano_argo.models.phases import ObjectKind, phase_of, phase_verdict
-from airflow_provider_volcano_argo.models.resources import RESOURCE_OF_KIND
+from airflow_provider_volcano_argo.models.resources import PODS, RESOURCE_OF_KIND
 from airflow_provider_volcano_argo.models.selectors import name_selector, task_pods_selector
 
 if TYPE_CHECKING:
@@ -105,6 +107,14 @@ class ObjectPhaseFollower(FollowLoop):
         if self.deadline is not None and now >= self.deadline:
             return FollowOutcome("timeout", phase, "timeout")
         return None
+
+    async def before_drain(self, outcome: FollowOutcome) -> None:
+        """List the log task's pods once more: the Job's verdict may come before the pod watch shows its end."""
+        if self.logs is None or not outcome.run_ended:
+            return
+        with contextlib.suppress(VolcanoArgoApiError):  # what the watch showed stands in
+            listed = await self.hook.list_objects(PODS, self.namespace, label_selector=self.logs.label_selector)
+            self.logs.catch_up(listed.get("items") or [])
 
     async def run(self) -> PhaseEvent:
         """Follow until the verdict; return the event (``status``: the verdict, ``timeout`` or ``error``)."""

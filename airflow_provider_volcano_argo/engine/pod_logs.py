@@ -16,12 +16,12 @@ import contextlib
 import random
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from airflow_provider_volcano_argo.engine.followed_log_slots import FollowedLogSlots, followed_log_slots
-from airflow_provider_volcano_argo.engine.informer import SharedObjectWatcher
+from airflow_provider_volcano_argo.engine.informer import SharedObjectWatcher, slim
 from airflow_provider_volcano_argo.engine.log_records import LineRecords, configured_lines_per_record
 from airflow_provider_volcano_argo.engine.reconnect import Reconnect
 from airflow_provider_volcano_argo.exceptions import ApiNotFoundError
@@ -303,9 +303,29 @@ class PodLogForwarder:
             self.pods[uid] = pod
         self.start_streams()
         self.synced = self.synced or kind == "SYNCED"
+        self._tell_news()
+        self.on_change()
+
+    def catch_up(self, pods: Iterable[dict]) -> None:
+        """Take in pods listed once the outcome was known, and stream the instances the watch had not shown yet.
+
+        The outcome comes from other watches (the Job's, the Workflow's), and no order holds between two watches:
+        a master that started and ended within moments can end its Job before the pod watch delivers it (a loaded
+        triggerer: its last attempt's log was lost). A list made after the watches stopped is as new as anything
+        they delivered (no ``resourceVersion``: the most recent state), so its pods replace the cached ones; pods it
+        does not hold stay as the watch left them (a deleted pod's stream ends on its own 404).
+        """
+        for pod in pods:
+            uid = pod["metadata"]["uid"]
+            if uid in self.pods or started_instances(pod, self.container):
+                self.pods[uid] = slim(PODS.plural, pod)
+        self.start_streams()
+        self._tell_news()
+
+    def _tell_news(self) -> None:
+        """Wake the streams waiting for the pods to change (``InstanceStream._wait_for_end``)."""
         news, self._pod_news = self._pod_news, asyncio.Event()
         news.set()
-        self.on_change()
 
     def start_streams(self) -> None:
         """Start a stream for every instance that has started and is not streamed or done yet.

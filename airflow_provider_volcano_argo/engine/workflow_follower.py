@@ -311,6 +311,8 @@ class WorkflowFollower(FollowLoop):
                 continue
             uid = self.jobs[name]["metadata"].get("uid")
             self._job_pods[name] = [pod for pod in listed.get("items") or [] if owned_by(pod, uid)]
+            if self.spec.stream_logs:  # the last instances the pod watch may not have delivered yet
+                self.logs.catch_up(self._job_pods[name])
 
     async def run(self) -> FollowEvent:
         """Follow until the outcome is known; always return an event (errors become ``status: error``)."""

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 
-from airflow_provider_volcano_argo.engine.pod_logs import InstanceStream
+from airflow_provider_volcano_argo.engine.object_follower import ObjectPhaseFollower
+from airflow_provider_volcano_argo.engine.pod_logs import InstanceStream, PodLogForwarder
 from airflow_provider_volcano_argo.models.container_instances import LogRead
+from airflow_provider_volcano_argo.models.follow import FollowOutcome
 from airflow_provider_volcano_argo.models.log_cursor import CursorBook
 
 
@@ -79,3 +81,67 @@ def test_the_next_instance_of_a_pod_shows_its_header_after_the_lines_of_the_one_
 
     asyncio.run(scenario())
     assert shown == ["== first", "first 0", "first 1", "== second", "second"]
+
+
+def _master(uid: str, retry: int, task: str = "c") -> dict:
+    """A pod of Job ``j`` whose container ``task`` ran and ended (attempt ``retry + 1``)."""
+    return {
+        "metadata": {
+            "uid": uid,
+            "name": "j-c-0",
+            "labels": {"volcano.sh/job-name": "j"},
+            "annotations": {"volcano.sh/job-retry-count": str(retry)},
+        },
+        "spec": {"restartPolicy": "Never", "containers": [{"name": task}]},
+        "status": {"containerStatuses": [{"name": task, "restartCount": 0, "state": {"terminated": {"exitCode": 7}}}]},
+    }
+
+
+def test_pods_listed_after_the_outcome_stream_what_the_pod_watch_had_not_delivered():
+    """The Job's watch may show it Failed before the pod watch shows the last attempt's master (no order holds
+    between two watches): the pods listed then start its stream; the list only adds and replaces.
+    """
+    hook = LogsByRead(current=["attempt line"], previous=[])
+    shown: list[str] = []
+
+    async def scenario() -> PodLogForwarder:
+        forwarder = PodLogForwarder(hook, "ns", "", "c", jobs=lambda: {"j"}, book=CursorBook(), emit=shown.append)
+        await forwarder._on_pod("SYNCED", {"items": [_master("u1", 0)]})  # what the watch delivered
+        forwarder.catch_up([_master("u2", 1), _master("w1", 1, task="worker")])  # u1 deleted since: not listed
+        await forwarder.drain()
+        return forwarder
+
+    forwarder = asyncio.run(scenario())
+    assert sorted(forwarder.pods) == ["u1", "u2"]  # the worker's pod is not the task's; u1 stays as the watch had it
+    assert forwarder.pods["u2"]["spec"] == {"restartPolicy": "Never"}  # cached as the watch caches it
+    assert [h for h in shown if h.startswith("-----")] == [
+        "----- log of j-c-0 (job attempt 1, container restart 0) -----",
+        "----- log of j-c-0 (job attempt 2, container restart 0) -----",
+    ]
+    assert shown.count("attempt line") == 2
+
+
+def test_a_sensor_lists_its_log_tasks_pods_once_its_verdict_is_reached_and_not_at_a_timeout():
+    class Lister(LogsByRead):
+        async def list_objects(self, res, namespace, label_selector=None, **_):
+            self.selectors.append(label_selector)
+            return {"items": [_master("u2", 1, task="mpimaster")]}
+
+    def outcome_of(outcome: FollowOutcome) -> tuple[list[str], list[str]]:
+        hook, shown = Lister(current=["attempt line"], previous=[]), []
+        hook.selectors = []
+        follower = ObjectPhaseFollower(
+            hook, "volcano_job", "j", "ns", ["Completed"], ["Failed"], log_task="mpimaster", emit=shown.append
+        )
+
+        async def scenario() -> None:
+            await follower.before_drain(outcome)
+            await follower.logs.drain()
+
+        asyncio.run(scenario())
+        return hook.selectors, shown
+
+    selectors, shown = outcome_of(FollowOutcome("failed", "Failed", "failed"))
+    assert selectors == ["volcano.sh/task-spec=mpimaster,volcano.sh/job-name=j"]
+    assert shown == ["----- log of j-c-0 (job attempt 2, container restart 0) -----", "attempt line"]
+    assert outcome_of(FollowOutcome("timeout", "Running", "timeout")) == ([], [])
