@@ -169,7 +169,9 @@ class Kubelet:
             key = (meta["namespace"], meta["name"])
             node = spec.get("nodeName")
             if not node:
-                if spec.get("schedulerName", "default-scheduler") != "volcano":
+                # kube-scheduler binds only the pods of its profile (eventhandlers.go: responsibleForPod); Volcano's
+                # are its own scheduler's, and a pod naming a scheduler that does not run stays Pending
+                if spec.get("schedulerName", "default-scheduler") == "default-scheduler":
                     self._schedule(pod, pods)
                 continue
             if node not in self.nodes:

@@ -40,6 +40,18 @@ def _events(sandbox, ns: str, pod: str, reason: str) -> list[dict]:
     return [e for e in items if e["involvedObject"]["name"] == pod and e["reason"] == reason]
 
 
+def test_a_pod_naming_a_scheduler_that_does_not_run_is_never_bound(sandbox, sandbox_namespace):
+    """kube-scheduler binds only pods of its own profile (``eventhandlers.go: responsibleForPod``)."""
+    ns = sandbox_namespace
+    echo = {"command": ["/bin/sh", "-c", "echo hi"]}
+    sandbox.api.create("pods", _pod("theirs", echo, schedulerName="their-scheduler"), ns)
+    sandbox.api.create("pods", _pod("ours", echo), ns)
+    # the pass that bound "ours", created after "theirs", saw "theirs" too
+    wait_for(lambda: phase_of(sandbox.api, "pods", "ours", ns) == "Succeeded", 20, what="the default one ran")
+    theirs = sandbox.api.get("pods", "theirs", ns)
+    assert "nodeName" not in theirs["spec"] and theirs["status"]["phase"] == "Pending"
+
+
 def test_env_from_a_secret_not_created_yet_waits_then_the_program_sees_its_value(sandbox, sandbox_namespace):
     ns = sandbox_namespace
     container = {
