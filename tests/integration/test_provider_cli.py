@@ -83,7 +83,8 @@ class Run:
             return False
         pods = self.gang_pods(job["metadata"]["name"])
         phases = {(p.get("status") or {}).get("phase") for p in pods}
-        return job["status"]["state"]["phase"] == "Running" and len(pods) >= 2 and phases == {"Running"}
+        phase = ((job.get("status") or {}).get("state") or {}).get("phase")  # no status until Volcano writes one
+        return phase == "Running" and len(pods) >= 2 and phases == {"Running"}
 
 
 @pytest.mark.parametrize("on_kill_action", ["delete_workflow", "stop_workflow", "keep_workflow"])
