@@ -20,7 +20,7 @@ from airflow_provider_volcano_argo.models.follow import FollowOutcome, with_unre
 
 if TYPE_CHECKING:
     from airflow_provider_volcano_argo.engine.cursor_keeper import CursorKeeper
-    from airflow_provider_volcano_argo.engine.pod_logs import PodLogForwarder
+    from airflow_provider_volcano_argo.engine.pod_log_forwarder import PodLogForwarder
     from airflow_provider_volcano_argo.engine.reflector import ObjectWatcher
 
 #: Wake-ups without a change: deadlines and heartbeats are checked at least this often.

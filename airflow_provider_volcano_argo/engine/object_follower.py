@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from airflow_provider_volcano_argo.engine.cursor_keeper import CursorKeeper, CursorStore
 from airflow_provider_volcano_argo.engine.follow_loop import FollowLoop
 from airflow_provider_volcano_argo.engine.informer import SharedObjectWatcher
-from airflow_provider_volcano_argo.engine.pod_logs import PodLogForwarder
+from airflow_provider_volcano_argo.engine.pod_log_forwarder import PodLogForwarder
 from airflow_provider_volcano_argo.engine.pod_waiting import PodWaitingReporter
 from airflow_provider_volcano_argo.exceptions import VolcanoArgoApiError
 from airflow_provider_volcano_argo.models.follow import FollowOutcome

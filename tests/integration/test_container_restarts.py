@@ -12,7 +12,7 @@ import asyncio
 
 import pytest
 
-from airflow_provider_volcano_argo.engine.pod_logs import PodLogForwarder
+from airflow_provider_volcano_argo.engine.pod_log_forwarder import PodLogForwarder
 from airflow_provider_volcano_argo.hooks.connection import KubernetesConnection
 from airflow_provider_volcano_argo.hooks.volcano_argo import AsyncVolcanoArgoHook
 from airflow_provider_volcano_argo.models.log_cursor import CursorBook

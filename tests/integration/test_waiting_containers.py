@@ -6,6 +6,7 @@ waiting ``CreateContainerConfigError`` with the kubelet's message, and is retrie
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 
@@ -71,3 +72,58 @@ def test_a_missing_secret_is_named_in_the_task_log_and_the_run_succeeds_once_it_
     assert "env TOKEN=late-token" in log
     assert log.index(line) < log.index("env TOKEN=late-token")
     assert time.monotonic() - started < 60
+
+
+def test_a_bound_master_stuck_mounting_is_seen_so_through_the_shared_pod_watch(sandbox, sandbox_namespace, monkeypatch):
+    """The followers read pods from the shared watch's cache: it must keep what they read of ``spec`` (the node),
+    or a master stuck mounting a volume is never seen creating and its ``FailedMount`` never told.
+    """
+    from airflow_provider_volcano_argo.engine.informer import SharedObjectWatcher
+    from airflow_provider_volcano_argo.engine.pod_waiting import PodWaitingReporter
+    from airflow_provider_volcano_argo.hooks.volcano_argo import AsyncVolcanoArgoHook
+    from airflow_provider_volcano_argo.models.admission import pods_bound
+    from airflow_provider_volcano_argo.models.resources import PODS
+
+    ns = sandbox_namespace
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_KUBERNETES_DEFAULT", sandbox.environment(admin=True)["AIRFLOW_CONN_KUBERNETES_DEFAULT"]
+    )
+    sandbox.api.create(
+        "pods",
+        {
+            "metadata": {"name": "j-mpimaster-0", "labels": {"volcano.sh/job-name": "j"}},
+            "spec": {
+                "containers": [{"name": "mpimaster", "image": "volcanosh/example-mpi:0.0.3"}],
+                "volumes": [{"name": "settings", "configMap": {"name": "not-created"}}],
+            },
+        },
+        ns,
+    )
+    told: list[str] = []
+
+    async def scenario() -> list[dict]:
+        hook = AsyncVolcanoArgoHook(conn_id="kubernetes_default")
+        cached: dict[str, dict] = {}
+
+        async def on_update(kind: str, obj: dict) -> None:
+            for pod in obj["items"] if kind == "SYNCED" else [obj]:
+                cached[pod["metadata"]["name"]] = pod
+
+        watch = asyncio.create_task(
+            SharedObjectWatcher(hook, PODS, ns, on_update, label_selector="volcano.sh/job-name=j").run()
+        )
+        reporter = PodWaitingReporter(hook, ns, told.append, stuck_after=0.0)
+        deadline = time.monotonic() + 30
+        while not any("FailedMount" in line for line in told) and time.monotonic() < deadline:
+            await asyncio.sleep(0.5)
+            await reporter.report(cached.values(), {"j"})
+            reporter.events_read_at = None  # each pass may read the Events (the mount fails a moment after binding)
+        watch.cancel()
+        await asyncio.gather(watch, return_exceptions=True)
+        return list(cached.values())
+
+    pods = asyncio.run(scenario())
+    assert pods_bound(pods, {"metadata": {"name": "j"}, "status": {}})
+    assert any(
+        'MountVolume.SetUp failed for volume "settings" : configmap "not-created" not found' in x for x in told
+    ), told

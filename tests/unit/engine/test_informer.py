@@ -25,8 +25,9 @@ def test_slim_drops_what_followers_do_not_read_and_leaves_the_original_alone():
         "status": {"state": {"phase": "Running"}},
     }
     assert slim("jobs", job) == job  # progress lines read the job's spec (replicas, minAvailable)
-    pod = {"metadata": {"name": "p"}, "spec": {"restartPolicy": "Never", "containers": [{}]}, "status": {}}
-    assert slim("pods", pod) == {"metadata": {"name": "p"}, "spec": {"restartPolicy": "Never"}, "status": {}}
+    pod = {"metadata": {"name": "p"}, "spec": {"restartPolicy": "Never", "nodeName": "n", "containers": [{}]}}
+    # what followers read of a pod's spec: may_restart, pods_bound and creating
+    assert slim("pods", pod) == {"metadata": {"name": "p"}, "spec": {"restartPolicy": "Never", "nodeName": "n"}}
 
 
 def test_watch_timeouts_are_spread_over_five_to_ten_minutes_like_client_go(monkeypatch):

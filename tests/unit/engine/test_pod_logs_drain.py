@@ -6,8 +6,9 @@ import asyncio
 
 import pytest
 
-from airflow_provider_volcano_argo.engine import pod_logs
-from airflow_provider_volcano_argo.engine.pod_logs import InstanceStream, PodLogForwarder
+from airflow_provider_volcano_argo.engine import pod_log_forwarder
+from airflow_provider_volcano_argo.engine.pod_log_forwarder import PodLogForwarder
+from airflow_provider_volcano_argo.engine.pod_logs import InstanceStream
 from airflow_provider_volcano_argo.models.log_cursor import CursorBook
 
 
@@ -35,8 +36,8 @@ async def _stalls(stream: InstanceStream) -> None:
 
 @pytest.fixture
 def short_drain(monkeypatch):
-    monkeypatch.setattr(pod_logs, "DRAIN_SECONDS", 0.3)
-    monkeypatch.setattr(pod_logs, "BOUNDED_DRAIN_SECONDS", 0.3)
+    monkeypatch.setattr(pod_log_forwarder, "DRAIN_SECONDS", 0.3)
+    monkeypatch.setattr(pod_log_forwarder, "BOUNDED_DRAIN_SECONDS", 0.3)
 
 
 def test_a_backlog_longer_than_the_idle_limit_is_read_to_its_end(short_drain):

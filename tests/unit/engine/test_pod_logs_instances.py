@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 
 from airflow_provider_volcano_argo.engine.object_follower import ObjectPhaseFollower
-from airflow_provider_volcano_argo.engine.pod_logs import InstanceStream, PodLogForwarder
+from airflow_provider_volcano_argo.engine.pod_log_forwarder import PodLogForwarder
+from airflow_provider_volcano_argo.engine.pod_logs import InstanceStream
 from airflow_provider_volcano_argo.models.container_instances import LogRead
 from airflow_provider_volcano_argo.models.follow import FollowOutcome
 from airflow_provider_volcano_argo.models.log_cursor import CursorBook

@@ -9,7 +9,8 @@ import asyncio
 import time
 
 from airflow_provider_volcano_argo.engine.followed_log_slots import FollowedLogSlots
-from airflow_provider_volcano_argo.engine.pod_logs import InstanceStream, PodLogForwarder
+from airflow_provider_volcano_argo.engine.pod_log_forwarder import PodLogForwarder
+from airflow_provider_volcano_argo.engine.pod_logs import InstanceStream
 from airflow_provider_volcano_argo.models.log_cursor import CursorBook, LogCursor, format_timestamp, parse_timestamp
 
 STARTED = parse_timestamp("2026-12-05T08:00:00Z")
