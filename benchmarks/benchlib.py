@@ -14,6 +14,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -82,8 +83,8 @@ def say(*parts) -> None:
 def sandbox(audit_log: bool = False, nodes: list | None = None, time_scale: float | None = None) -> Iterator:
     """Run a sandbox whose Airflow identity has exactly the provider's least-privilege Role.
 
-    It stops on exit (also on errors and Ctrl-C). ``time_scale``: 1.0 for upstream's timings (the sandbox's default
-    is 0.1).
+    It stops on exit (also on errors, Ctrl-C and SIGTERM). ``time_scale``: 1.0 for upstream's timings (the sandbox's
+    default is 0.1).
     """
     from airflow_provider_volcano_argo.sandbox.assembly import Sandbox, SandboxOptions
 
@@ -94,12 +95,32 @@ def sandbox(audit_log: bool = False, nodes: list | None = None, time_scale: floa
         options.time_scale = time_scale
     say(f"starting sandbox (audit_log={audit_log}) ...")
     started = time.monotonic()
-    with Sandbox(options) as sb:
+    with _exit_on_sigterm(), Sandbox(options) as sb:
         say(f"sandbox up at {sb.server} in {time.monotonic() - started:.1f} s")
         try:
             yield sb
         finally:
             say("stopping sandbox ...")
+
+
+@contextlib.contextmanager
+def _exit_on_sigterm() -> Iterator[None]:
+    """Turn SIGTERM into ``SystemExit`` while inside, so that a terminated benchmark stops what it started.
+
+    By default SIGTERM ends Python at once, leaving etcd, kube-apiserver, Airflow's processes and PostgreSQL behind.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def prepare_namespace(sb, name: str) -> str:

@@ -52,8 +52,9 @@ def deployment(
 ) -> Iterator[Deployed]:
     """Start a sandbox, a namespace with the shipped templates, and Airflow reading DAGs from ``dags_folder``.
 
-    Everything stops on exit (also on errors and Ctrl-C); on an error, the tail of each Airflow process's log goes to
-    stderr. ``extra_env``: more environment for the Airflow processes (``AIRFLOW__SECTION__KEY`` settings).
+    Everything stops on exit (also on errors, Ctrl-C and SIGTERM); on an error, the tail of each Airflow process's
+    log goes to stderr. ``extra_env``: more environment for the Airflow processes (``AIRFLOW__SECTION__KEY``
+    settings).
     ``keep_home``: leave the Airflow home (process logs, task logs) in /tmp and say where. ``audit_log``: the API
     server's audit log (``sb.control_plane.audit_log_file``). ``prepare(sandbox, namespace)``: runs before Airflow
     starts and returns more environment for it (e.g. the connection of another identity).
