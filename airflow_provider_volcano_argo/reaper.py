@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from airflow_provider_volcano_argo.exceptions import VolcanoArgoApiError
-from airflow_provider_volcano_argo.models.names import MANAGED_BY, MANAGED_BY_LABEL
+from airflow_provider_volcano_argo.models.phases import workflow_done
 from airflow_provider_volcano_argo.models.reaping import (
     FOLLOWING_STATES,
     IDENTITY_XCOM_KEY,
@@ -37,6 +37,8 @@ from airflow_provider_volcano_argo.models.reaping import (
     verdict_line,
 )
 from airflow_provider_volcano_argo.models.resources import VOLCANO_JOBS, WORKFLOWS
+from airflow_provider_volcano_argo.models.selectors import OWNED_SELECTOR
+from airflow_provider_volcano_argo.models.volcano_commands import needs_unnarrowed_list
 
 if TYPE_CHECKING:
     from airflow_provider_volcano_argo.hooks.connection import KubernetesConnection
@@ -55,9 +57,17 @@ class AirflowView:
 
 
 def list_submitted(hook: VolcanoArgoHook, namespace: str) -> list[SubmittedRun]:
-    """Return the Workflows the provider submitted in ``namespace``, with whether each still holds a gang."""
-    workflows = hook.list_objects(WORKFLOWS, namespace, f"{MANAGED_BY_LABEL}={MANAGED_BY}")
-    jobs = hook.list_objects(VOLCANO_JOBS, namespace) if workflows else []
+    """Return the Workflows the provider submitted in ``namespace``, with whether each still holds a gang.
+
+    Only an ended Workflow's Jobs matter (a running Workflow runs anyway): they are listed by the provider's label,
+    and all of the namespace's only when an ended Workflow owns none of those (a template without the label, or
+    Jobs already gone), as a stop lists them.
+    """
+    workflows = hook.list_objects(WORKFLOWS, namespace, OWNED_SELECTOR)
+    ended = [workflow["metadata"].get("uid") for workflow in workflows if workflow_done(workflow)]
+    jobs = hook.list_objects(VOLCANO_JOBS, namespace, OWNED_SELECTOR) if ended else []
+    if any(needs_unnarrowed_list(jobs, uid) for uid in ended):
+        jobs = hook.list_objects(VOLCANO_JOBS, namespace)
     return [submitted_run(workflow, jobs, namespace) for workflow in workflows]
 
 

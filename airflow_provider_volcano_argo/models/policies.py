@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeVar
 
-from airflow_provider_volcano_argo.models.phases import StrEnum
+from airflow_provider_volcano_argo.models.phases import WORKFLOW_DONE_PHASES, StrEnum
 
 
 class OnFinishAction(StrEnum):
@@ -63,18 +63,22 @@ class CleanupSteps:
         return self.stop or self.delete
 
 
-def finish_steps(action: OnFinishAction | str, succeeded: bool, run_ended: bool = True) -> CleanupSteps:
+def finish_steps(
+    action: OnFinishAction | str, succeeded: bool, run_ended: bool = True, workflow_phase: str = ""
+) -> CleanupSteps:
     """Return the clean-up once the task's outcome is known; a kept failed Workflow is stopped, for inspection.
 
     A run that did not end by itself (deadline, gang not admitted in time, API error) is always stopped, even when
-    it is kept: nothing goes on running after its task.
+    it is kept: nothing goes on running after its task. A Workflow last seen ended (``workflow_phase`` Succeeded,
+    Failed or Error) is deleted without a stop first: Argo runs nothing more of it, and the deletion takes its
+    Volcano Jobs, which a stop would not reach anyway.
     """
     action = OnFinishAction(action)
     if action == OnFinishAction.KEEP_WORKFLOW:
         return CleanupSteps(stop=not run_ended, delete=False)
     if action == OnFinishAction.DELETE_SUCCEEDED_WORKFLOW and not succeeded:
         return CleanupSteps(stop=True, delete=False)
-    return CleanupSteps(stop=True, delete=True)
+    return CleanupSteps(stop=workflow_phase not in WORKFLOW_DONE_PHASES, delete=True)
 
 
 def kill_steps(action: OnKillAction | str) -> CleanupSteps:

@@ -67,8 +67,7 @@ TRIGGER_FAIL_REPR = "__fail__"
 class ArgoWorkflowTemplateOperator(KubernetesConnectionFields, BaseOperator):
     """Submit an Argo Workflow and follow it and the Volcano Jobs it creates until it ends.
 
-    The Workflow comes from a WorkflowTemplate (``argo submit --from workflowtemplate/NAME -p k=v``) or an inline
-    manifest.
+    The Workflow comes from a WorkflowTemplate (``argo submit --from workflowtemplate/NAME``) or an inline manifest.
 
     :param workflow_template: name of the WorkflowTemplate to submit from (templated).
     :param workflow: an inline Workflow manifest (dict or YAML string) instead of a template; not templated, so
@@ -361,7 +360,8 @@ class ArgoWorkflowTemplateOperator(KubernetesConnectionFields, BaseOperator):
             return result
         finally:
             if not self._killed:  # blocking mode goes on after on_kill: the kill's policy stands, not the finish's
-                self._clean_up(finish_steps(self.on_finish_action, succeeded, run_ended(event.get("reason", ""))))
+                phase, ended = event["workflow"].get("phase", ""), run_ended(event.get("reason", ""))
+                self._clean_up(finish_steps(self.on_finish_action, succeeded, ended, workflow_phase=phase))
 
     def resume_execution(self, next_method: str, next_kwargs: dict[str, Any] | None, context: Any) -> Any:
         """Resume after deferral, or clean up first when Airflow resumes the task only to fail it.

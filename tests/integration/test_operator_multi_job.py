@@ -7,7 +7,7 @@ import re
 import pytest
 
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
-from tests.integration.helpers import example_dag, grant_upstream_rbac, run_dag, xcom_result
+from tests.integration.helpers import example_dag, grant_upstream_rbac, run_dag, wait_for, xcom_result
 
 pytestmark = pytest.mark.integration
 
@@ -28,12 +28,23 @@ def test_upstream_examples_follow_every_job(
     # each job runs a little over a second, so "after" shows in second-precision creation timestamps
     sandbox.kubelet.programs.script(ScriptedProgram(lines=["< working >"], duration=1.2), namespace=ns)
     monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", sandbox.airflow_connection())
+    stopped, deleted = set(), set()  # a Workflow that ended is deleted without a stop (spec.shutdown) first
+
+    def record(kind: str, obj: dict, old: dict | None) -> None:
+        if obj["metadata"]["namespace"] == ns and kind == "DELETED":
+            deleted.add(obj["metadata"]["name"])
+        elif obj["metadata"]["namespace"] == ns and (obj.get("spec") or {}).get("shutdown"):
+            stopped.add(obj["metadata"]["name"])
+
+    sandbox.cluster.informer("workflows").subscribe(record)
     examples = (upstream_dir / "volcano/example/integrations/argo").resolve()  # relative paths are the DAG folder's
     try:
         states, log = run_dag(dag, caplog, capfd, namespace=ns, examples_dir=str(examples))
     finally:
         sandbox.kubelet.programs.clear()
     assert states == {"steps": "success", "dag_of_jobs": "success"}, log[-3000:]
+    wait_for(lambda: len(deleted) == 2, 30, what="both Workflows deleted")
+    assert stopped == set()
     for task_id, order in ORDER.items():
         result = xcom_result(dag.dag_id, task_id)
         jobs = {j["name"].rsplit("-", 1)[0].rsplit("-", 1)[-1]: j for j in result["jobs"]}

@@ -90,3 +90,51 @@ def test_gc_refuses_a_period_that_is_not_positive(argv, capsys):
     with pytest.raises(SystemExit):
         cli.main(argv)
     assert "--every must be > 0" in capsys.readouterr().err
+
+
+class JobsHook(FakeHook):
+    """Holds Volcano Jobs too, each labelled by the provider or not, and answers a list by its selector."""
+
+    def __init__(self, workflows: list[dict], jobs: list[tuple[dict, bool]]) -> None:
+        super().__init__(workflows)
+        self.jobs = jobs
+        self.job_lists: list[str | None] = []
+
+    def list_objects(self, res, namespace, label_selector=None):
+        if res != VOLCANO_JOBS:
+            return super().list_objects(res, namespace, label_selector)
+        self.job_lists.append(label_selector)
+        return [job for job, labelled in self.jobs if labelled or not label_selector]
+
+
+def _ended(name: str) -> dict:
+    return {**_workflow(name, FAILED), "status": {"phase": "Failed"}}
+
+
+def _running_job(owner: dict) -> dict:
+    refs = [{"kind": "Workflow", "uid": owner["metadata"]["uid"]}]
+    return {"metadata": {"name": f"{owner['metadata']['name']}-job", "ownerReferences": refs},
+            "status": {"state": {"phase": "Running"}}}  # fmt: skip
+
+
+def test_a_running_workflows_jobs_are_not_listed():
+    hook = JobsHook([_workflow("wf", FAILED)], [])
+    [run] = reaper.list_submitted(hook, "ns")
+    assert run.runs and hook.job_lists == []
+
+
+def test_an_ended_workflows_labelled_gang_is_found_by_the_label_alone():
+    ended = _ended("wf")
+    hook = JobsHook([ended], [(_running_job(ended), True)])
+    [run] = reaper.list_submitted(hook, "ns")
+    assert run.runs  # Failed, but its gang still runs
+    assert hook.job_lists == ["app.kubernetes.io/managed-by=airflow-provider-volcano-argo"]
+
+
+@pytest.mark.parametrize("gang", [True, False], ids=["unlabelled gang", "no gang"])
+def test_an_ended_workflow_owning_no_labelled_job_has_the_namespace_listed(gang):
+    ended = _ended("wf")
+    hook = JobsHook([ended], [(_running_job(ended), False)] if gang else [])
+    [run] = reaper.list_submitted(hook, "ns")
+    assert run.runs is gang  # a template of one's own without the label: its gang is still found
+    assert hook.job_lists == ["app.kubernetes.io/managed-by=airflow-provider-volcano-argo", None]

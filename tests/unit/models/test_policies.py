@@ -42,6 +42,22 @@ def test_a_run_that_did_not_end_is_always_stopped(action, steps):
 
 
 @pytest.mark.parametrize(
+    ("action", "succeeded", "phase", "steps"),
+    [
+        ("delete_workflow", True, "Succeeded", CleanupSteps(stop=False, delete=True)),  # nothing runs: no stop
+        ("delete_workflow", False, "Failed", CleanupSteps(stop=False, delete=True)),
+        ("delete_workflow", False, "Error", CleanupSteps(stop=False, delete=True)),
+        ("delete_workflow", True, "Running", CleanupSteps(stop=True, delete=True)),  # the Job ended first
+        ("delete_workflow", False, "", CleanupSteps(stop=True, delete=True)),  # never seen
+        ("delete_succeeded_workflow", False, "Failed", CleanupSteps(stop=True, delete=False)),  # kept: its Jobs
+        ("keep_workflow", True, "Succeeded", CleanupSteps(stop=False, delete=False)),
+    ],
+)
+def test_a_workflow_seen_ended_is_deleted_without_a_stop(action, succeeded, phase, steps):
+    assert finish_steps(action, succeeded, workflow_phase=phase) == steps
+
+
+@pytest.mark.parametrize(
     ("action", "steps"),
     [
         ("delete_workflow", CleanupSteps(stop=True, delete=True)),
