@@ -52,6 +52,10 @@ def _pods(sb, ns: str, job: str) -> dict[str, dict]:
     return {p["metadata"]["name"]: p for p in sb.api.list("pods", ns, f"volcano.sh/job-name={job}")["items"]}
 
 
+def _conditions(pod: dict) -> list[dict]:
+    return (pod.get("status") or {}).get("conditions") or []
+
+
 def _events(sb, ns: str, name: str) -> list[dict]:
     query = {"fieldSelector": f"involvedObject.name={name}"}
     return sb.api.request("GET", f"/api/v1/namespaces/{ns}/events", query=query)["items"]
@@ -96,7 +100,13 @@ def test_a_worker_selecting_the_gpu_node_without_tolerating_its_taint_stays_pend
     event = wait_for(failed_scheduling, 30, what="FailedScheduling event")
     assert (event["type"], event["message"]) == ("Warning", expected)
     assert event["involvedObject"]["kind"] == "Pod"
-    pods = _pods(sb, ns, "untolerated")
+
+    def scheduling_told():  # the event and each pod's condition are separate writes (the recorder is async)
+        pods = _pods(sb, ns, "untolerated")
+        told = all(any(c["type"] == "PodScheduled" for c in _conditions(p)) for p in pods.values())
+        return pods if len(pods) == 3 and told else None
+
+    pods = wait_for(scheduling_told, 30, what="every pod's PodScheduled condition")
     assert set(pods) == {"untolerated-mpimaster-0", "untolerated-mpiworker-0", "untolerated-mpiworker-1"}
     for name in ("untolerated-mpiworker-0", "untolerated-mpiworker-1"):
         [condition] = [c for c in pods[name]["status"]["conditions"] if c["type"] == "PodScheduled"]
