@@ -101,12 +101,15 @@ def test_a_worker_selecting_the_gpu_node_without_tolerating_its_taint_stays_pend
     assert (event["type"], event["message"]) == ("Warning", expected)
     assert event["involvedObject"]["kind"] == "Pod"
 
-    def scheduling_told():  # the event and each pod's condition are separate writes (the recorder is async)
+    group_name = f"untolerated-{job['metadata']['uid']}"
+
+    def scheduling_told():  # the event, each pod's condition and the PodGroup's are separate writes
         pods = _pods(sb, ns, "untolerated")
         told = all(any(c["type"] == "PodScheduled" for c in _conditions(p)) for p in pods.values())
-        return pods if len(pods) == 3 and told else None
+        group = sb.api.get("podgroups", group_name, ns)
+        return pods if len(pods) == 3 and told and _conditions(group) else None
 
-    pods = wait_for(scheduling_told, 30, what="every pod's PodScheduled condition")
+    pods = wait_for(scheduling_told, 30, what="every pod's PodScheduled condition and the PodGroup's")
     assert set(pods) == {"untolerated-mpimaster-0", "untolerated-mpiworker-0", "untolerated-mpiworker-1"}
     for name in ("untolerated-mpiworker-0", "untolerated-mpiworker-1"):
         [condition] = [c for c in pods[name]["status"]["conditions"] if c["type"] == "PodScheduled"]
@@ -120,8 +123,7 @@ def test_a_worker_selecting_the_gpu_node_without_tolerating_its_taint_stays_pend
     )
     assert not any(p["spec"].get("nodeName") for p in pods.values())
     assert all(p["status"]["phase"] == "Pending" for p in pods.values())
-    group = sb.api.get("podgroups", f"untolerated-{job['metadata']['uid']}", ns)
-    [condition] = group["status"]["conditions"]
+    [condition] = _conditions(sb.api.get("podgroups", group_name, ns))
     assert (condition["type"], condition["reason"]) == ("Unschedulable", "NotEnoughResources")
     assert condition["message"].endswith(
         f"Pending: 1 Schedulable, 2 Unschedulable. Origin reason is untolerated-mpiworker-0: {expected}"
