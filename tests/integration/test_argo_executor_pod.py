@@ -5,6 +5,7 @@ that can be evicted or refused by a quota, and whose death fails the Workflow wh
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -30,8 +31,10 @@ def test_the_resource_steps_pod_evicted_while_the_job_runs_fails_the_workflow_bu
     from tests.dags.mpi_test_dags import mpi_hostile as plain  # a plain MPI run (mpi_command from params)
 
     ns = mpi_namespace
+    # the master computes until the helper ends it (exit 0), a few seconds after the Workflow failed: a fixed
+    # duration short enough for the suite left too small a window to catch the step's pod running on a loaded machine
     sandbox.kubelet.programs.script(
-        ScriptedProgram(lines=["still computing"], duration=8), namespace=ns, container="mpimaster"
+        ScriptedProgram(lines=["still computing"], duration=60), namespace=ns, container="mpimaster"
     )
     evicted: list = []
 
@@ -55,6 +58,11 @@ def test_the_resource_steps_pod_evicted_while_the_job_runs_fails_the_workflow_bu
             else:
                 sandbox.kubelet.oom_kill_container(ns, pod["metadata"]["name"], "main")
             evicted.append(pod)
+            name = pod["metadata"]["labels"]["workflows.argoproj.io/workflow"]
+            wait_for(lambda: sandbox.api.get("workflows", name, ns)["status"]["phase"] == "Failed", 60, what="failed")
+            time.sleep(3)  # the trigger sees the Workflow fail while the Job runs, and says it follows the Job on
+            [master] = sandbox.api.list("pods", ns, "volcano.sh/task-spec=mpimaster")["items"]
+            sandbox.kubelet.fail_container(ns, master["metadata"]["name"], "mpimaster", exit_code=0)
         except Exception as exc:  # reported by the assertion below
             evicted.append(exc)
 
@@ -65,7 +73,7 @@ def test_the_resource_steps_pod_evicted_while_the_job_runs_fails_the_workflow_bu
     finally:
         helper.join(120)
         sandbox.kubelet.programs.clear()
-    assert evicted and isinstance(evicted[0], dict), evicted
+    assert len(evicted) == 1 and isinstance(evicted[0], dict), evicted
     assert states == {"mpi": "success"}, log[-3000:]
     assert node_message in log and "following it to its end" in log, log[-3000:]
     assert "Completed. (Argo Workflow" in log and node_message in log, [
