@@ -430,16 +430,31 @@ class StoppedProbe:
 
 
 def stop_probe_mid_stream(
-    command: list[str], prefix: str, after: int, how: int, started: Callable[[], Any] | None = None
+    command: list[str],
+    prefix: str,
+    after: int,
+    how: int,
+    started: Callable[[], Any] | None = None,
+    timeout: float = 180.0,
 ) -> StoppedProbe:
     """Run a trigger probe until it has shown ``after`` lines starting with ``prefix`` and stored its cursors at
     least once, then send it signal ``how`` (SIGKILL: a triggerer killed hard; SIGTERM: stopped cleanly); return
     what it showed and stored until it ended. ``started`` runs once the probe is started (e.g. creates the job).
+    A probe that shows none of that within ``timeout`` seconds is killed and the test fails, naming what it saw.
     """
     import subprocess
+    import threading
 
     probe = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     assert probe.stdout is not None
+    killed = threading.Event()
+
+    def kill() -> None:
+        killed.set()
+        probe.kill()
+
+    overdue = threading.Timer(timeout, kill)
+    overdue.start()
     if started is not None:
         started()
     result = StoppedProbe([], 0)
@@ -454,6 +469,11 @@ def stop_probe_mid_stream(
         read(line)
         if len(result.shown(prefix)) >= after and result.stored:
             break
+    overdue.cancel()
+    assert not killed.is_set(), (
+        f"the probe showed {len(result.shown(prefix))} of {after} lines and stored {result.stored} in {timeout} s: "
+        f"{result.lines[-5:]}"
+    )
     probe.send_signal(how)
     for line in probe.stdout:  # what it printed before the signal landed was shown too
         read(line)

@@ -87,6 +87,7 @@ class PodRunner(PodSetup):
         self.start_time = now_rfc3339()
         self.initialized = not self.init
         self.dirty = False  # a status write failed (API server restarting): the kubelet retries it
+        self.reporting = threading.Lock()  # one status write at a time, each of the state as it is when it starts
         # the pod's own thread sleeps until a container starts or ends (no polling: a node may hold 1,000 pods)
         self.changed = threading.Event()
         self.containers_running = 0
@@ -342,14 +343,21 @@ class PodRunner(PodSetup):
         return pod_status(self)
 
     def report(self) -> None:
-        """Write the status through ``pods/{name}/status`` (a pod being deleted may already be gone)."""
+        """Write the status through ``pods/{name}/status`` (a pod being deleted may already be gone).
+
+        Writes are serialized, so an older status never lands after a newer one: the container's thread and the
+        pod's (readiness) both report, and two concurrent PATCHes may reach the API server in either order. The
+        kubelet writes from one status manager that never sends a status older than the last one sent
+        (``pkg/kubelet/status/status_manager.go: syncPod``, ``needsUpdate``).
+        """
         namespace, name = self.key
-        try:
-            self.api.patch("pods", name, {"status": self.status()}, namespace, subresource="status")
-            self.dirty = False
-        except ApiException as exc:
-            self.dirty = exc.status not in (404,)
-            log.debug("status of %s/%s: %s", namespace, name, exc)
-        except Exception as exc:  # the API server may be restarting
-            self.dirty = True
-            log.debug("status of %s/%s: %s", namespace, name, exc)
+        with self.reporting:
+            try:
+                self.api.patch("pods", name, {"status": self.status()}, namespace, subresource="status")
+                self.dirty = False
+            except ApiException as exc:
+                self.dirty = exc.status not in (404,)
+                log.debug("status of %s/%s: %s", namespace, name, exc)
+            except Exception as exc:  # the API server may be restarting
+                self.dirty = True
+                log.debug("status of %s/%s: %s", namespace, name, exc)
