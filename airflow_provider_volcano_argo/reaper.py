@@ -36,9 +36,8 @@ from airflow_provider_volcano_argo.models.reaping import (
     submitted_run,
     verdict_line,
 )
-from airflow_provider_volcano_argo.models.resources import VOLCANO_JOBS, WORKFLOWS
+from airflow_provider_volcano_argo.models.resources import WORKFLOWS
 from airflow_provider_volcano_argo.models.selectors import OWNED_SELECTOR
-from airflow_provider_volcano_argo.models.volcano_commands import needs_unnarrowed_list
 
 if TYPE_CHECKING:
     from airflow_provider_volcano_argo.hooks.connection import KubernetesConnection
@@ -65,9 +64,7 @@ def list_submitted(hook: VolcanoArgoHook, namespace: str) -> list[SubmittedRun]:
     """
     workflows = hook.list_objects(WORKFLOWS, namespace, OWNED_SELECTOR)
     ended = [workflow["metadata"].get("uid") for workflow in workflows if workflow_done(workflow)]
-    jobs = hook.list_objects(VOLCANO_JOBS, namespace, OWNED_SELECTOR) if ended else []
-    if any(needs_unnarrowed_list(jobs, uid) for uid in ended):
-        jobs = hook.list_objects(VOLCANO_JOBS, namespace)
+    jobs = hook.list_workflows_jobs(namespace, ended) if ended else []
     return [submitted_run(workflow, jobs, namespace) for workflow in workflows]
 
 

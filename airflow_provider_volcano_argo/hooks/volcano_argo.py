@@ -4,29 +4,31 @@ Connection, namespace, in-cluster config, kubeconfig and contexts all come from 
 
 Every API call of the provider goes through these hooks, and every failure leaves them as a typed error of
 ``exceptions`` (``ApiNotFoundError``, ``ApiRefusedError``, ...). "404 means absent" is written once
-(``_absent_or_raise``): ``get_object`` returns None, ``delete_object`` False, ``stop_workflow`` nothing.
+(``_api_calls.absent_or_raise``): ``get_object`` returns None, ``delete_object`` False, ``stop_workflow`` nothing.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from typing import Any
 
-import aiohttp
-import urllib3
 from airflow.providers.cncf.kubernetes.hooks.kubernetes import AsyncKubernetesHook, KubernetesHook
 from kubernetes.client.rest import ApiException
 from kubernetes_asyncio import client as async_client
 from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiException
 
-from airflow_provider_volcano_argo.exceptions import (
-    ApiNotFoundError,
-    VolcanoArgoApiError,
-    api_error,
-    unreachable_error,
+from airflow_provider_volcano_argo.exceptions import VolcanoArgoApiError, api_error, unreachable_error
+from airflow_provider_volcano_argo.hooks._api_calls import (
+    ASYNC_TRANSPORT_ERRORS,
+    MERGE_PATCH,
+    RAISE,
+    SYNC_TRANSPORT_ERRORS,
+    absent_or_raise,
+    log_query,
+    raw_get,
+    to_api_error,
 )
 from airflow_provider_volcano_argo.hooks._client_pool import SHARED_API_CLIENTS
 from airflow_provider_volcano_argo.models.policies import STOP_STRATEGY, CleanupSteps
@@ -46,45 +48,6 @@ from airflow_provider_volcano_argo.models.volcano_commands import (
 
 LOG_CHUNK_BYTES = 64 * 1024
 FOLLOW_TIMEOUT = (30, 300)
-MERGE_PATCH = "application/merge-patch+json"
-_RAISE: Any = object()  # no ``absent`` value: a 404 raises like any other error
-
-
-def log_query(
-    container: str, since_time: str | None, follow: bool, tail_lines: int | None, previous: bool = False
-) -> list[tuple[str, Any]]:
-    """Build the query of ``pods/log``; ``sinceTime`` is sent directly (the Python client has only ``sinceSeconds``)."""
-    query: list[tuple[str, Any]] = [("container", container), ("timestamps", "true")]
-    if follow:
-        query.append(("follow", "true"))
-    if previous:
-        query.append(("previous", "true"))
-    if since_time:
-        query.append(("sinceTime", since_time))
-    if tail_lines is not None:
-        query.append(("tailLines", str(tail_lines)))
-    return query
-
-
-#: What the clients raise when no API server answered (refused, reset, timed out, TLS): not an HTTP status, so
-#: never an ``ApiException``; mapped to ``ApiUnavailableError`` so that callers and the reconnect policy see one
-#: kind of error (a trigger crashed on a connection refused while saving its cursors: tests/deployment R20).
-SYNC_TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, OSError)
-ASYNC_TRANSPORT_ERRORS = (aiohttp.ClientError, OSError, asyncio.TimeoutError)
-
-
-def to_api_error(exc: Exception, verb: str, resource: str, namespace: str | None) -> VolcanoArgoApiError:
-    """Turn a client's ``ApiException`` (sync or async) into the provider's typed error."""
-    status = getattr(exc, "status", None)
-    body = getattr(exc, "body", None) or getattr(exc, "reason", None)
-    return api_error(status, body, verb, resource, namespace)
-
-
-def _absent_or_raise(exc: Exception, verb: str, resource: str, namespace: str | None, absent: Any) -> Any:
-    error = to_api_error(exc, verb, resource, namespace)
-    if absent is not _RAISE and isinstance(error, ApiNotFoundError):
-        return absent
-    raise error from exc
 
 
 class VolcanoArgoHook(KubernetesHook):
@@ -96,12 +59,12 @@ class VolcanoArgoHook(KubernetesHook):
         """Return the given namespace, else the connection's, else ``default``."""
         return namespace or self.get_namespace() or "default"
 
-    def _custom(self, verb: str, res: ApiResource, namespace: str, method: str, *args, absent=_RAISE, **kwargs):
+    def _custom(self, verb: str, res: ApiResource, namespace: str, method: str, *args, absent=RAISE, **kwargs):
         api = self.custom_object_client
         try:
             return getattr(api, method)(res.group, res.version, namespace, res.plural, *args, **kwargs)
         except ApiException as exc:
-            return _absent_or_raise(exc, verb, res.label, namespace, absent)
+            return absent_or_raise(exc, verb, res.label, namespace, absent)
         except SYNC_TRANSPORT_ERRORS as exc:
             raise unreachable_error(exc, verb, res.label, namespace) from exc
 
@@ -136,13 +99,17 @@ class VolcanoArgoHook(KubernetesHook):
         return self._custom("patch", WORKFLOWS, namespace, "patch_namespaced_custom_object", name, patch,
                             _content_type=MERGE_PATCH, absent=None)  # fmt: skip
 
+    def list_workflows_jobs(self, namespace: str, workflow_uids: Collection[str | None]) -> list[dict]:
+        """List the Volcano Jobs the provider labels, or all the namespace's when one of the Workflows owns none."""
+        listed = self.list_objects(VOLCANO_JOBS, namespace, OWNED_SELECTOR)
+        if any(needs_unnarrowed_list(listed, uid) for uid in workflow_uids):
+            listed = self.list_objects(VOLCANO_JOBS, namespace)
+        return listed
+
     def terminate_jobs(self, workflow: dict, namespace: str) -> list[str]:
         """Terminate the Volcano Jobs the Workflow created that still run (kept, pods gone); return their names."""
         uid = workflow["metadata"].get("uid")
-        listed = self.list_objects(VOLCANO_JOBS, namespace, OWNED_SELECTOR)
-        if needs_unnarrowed_list(listed, uid):
-            listed = self.list_objects(VOLCANO_JOBS, namespace)
-        jobs = jobs_to_terminate(listed, uid)
+        jobs = jobs_to_terminate(self.list_workflows_jobs(namespace, [uid]), uid)
         for job in jobs:
             self.create_object(COMMANDS, terminate_command(job), namespace)
         return [job["metadata"]["name"] for job in jobs]
@@ -206,13 +173,13 @@ class AsyncVolcanoArgoHook(AsyncKubernetesHook):
         async with SHARED_API_CLIENTS.lease(self.client_configuration) as client:
             yield client
 
-    async def _custom(self, verb: str, res: ApiResource, namespace: str, method: str, *args, absent=_RAISE, **kw):
+    async def _custom(self, verb: str, res: ApiResource, namespace: str, method: str, *args, absent=RAISE, **kw):
         async with self.get_conn() as conn:
             api = async_client.CustomObjectsApi(conn)
             try:
                 return await getattr(api, method)(res.group, res.version, namespace, res.plural, *args, **kw)
             except AsyncApiException as exc:
-                return _absent_or_raise(exc, verb, res.label, namespace, absent)
+                return absent_or_raise(exc, verb, res.label, namespace, absent)
             except ASYNC_TRANSPORT_ERRORS as exc:
                 raise unreachable_error(exc, verb, res.label, namespace) from exc
 
@@ -265,7 +232,7 @@ class AsyncVolcanoArgoHook(AsyncKubernetesHook):
         ]
         path = res.collection_path(namespace)
         async with self.get_conn() as conn:
-            response = await self._raw("list", res.label, namespace, lambda: _get(conn, path, query, None))
+            response = await self._raw("list", res.label, namespace, lambda: raw_get(conn, path, query, None))
             try:
                 return json.loads(await response.read())
             finally:
@@ -322,7 +289,7 @@ class AsyncVolcanoArgoHook(AsyncKubernetesHook):
     ) -> AsyncIterator[bytes]:
         """GET ``path`` and yield the body in chunks of at most 64 KiB as it arrives."""
         async with self.get_conn() as conn:
-            response = await self._raw(verb, resource, namespace, lambda: _get(conn, path, query, timeout))
+            response = await self._raw(verb, resource, namespace, lambda: raw_get(conn, path, query, timeout))
             try:
                 async for chunk in response.content.iter_chunked(LOG_CHUNK_BYTES):
                     yield chunk
@@ -360,13 +327,17 @@ class AsyncVolcanoArgoHook(AsyncKubernetesHook):
         return await self._custom("patch", WORKFLOWS, namespace, "patch_namespaced_custom_object", name, patch,
                                   _content_type=MERGE_PATCH, absent=None)  # fmt: skip
 
+    async def list_workflows_jobs(self, namespace: str, workflow_uids: Collection[str | None]) -> list[dict]:
+        """List the Volcano Jobs the provider labels, or all the namespace's when one of the Workflows owns none."""
+        listed = (await self.list_objects(VOLCANO_JOBS, namespace, label_selector=OWNED_SELECTOR)).get("items") or []
+        if any(needs_unnarrowed_list(listed, uid) for uid in workflow_uids):
+            listed = (await self.list_objects(VOLCANO_JOBS, namespace)).get("items") or []
+        return listed
+
     async def terminate_jobs(self, workflow: dict, namespace: str) -> list[str]:
         """Terminate the Volcano Jobs the Workflow created that still run (kept, pods gone); return their names."""
         uid = workflow["metadata"].get("uid")
-        listed = (await self.list_objects(VOLCANO_JOBS, namespace, label_selector=OWNED_SELECTOR)).get("items") or []
-        if needs_unnarrowed_list(listed, uid):
-            listed = (await self.list_objects(VOLCANO_JOBS, namespace)).get("items") or []
-        jobs = jobs_to_terminate(listed, uid)
+        jobs = jobs_to_terminate(await self.list_workflows_jobs(namespace, [uid]), uid)
         for job in jobs:
             await self._custom("create", COMMANDS, namespace, "create_namespaced_custom_object", terminate_command(job))
         return [job["metadata"]["name"] for job in jobs]
@@ -385,16 +356,3 @@ class AsyncVolcanoArgoHook(AsyncKubernetesHook):
         if failure is not None:
             raise failure
         return deleted
-
-
-def _get(conn: async_client.ApiClient, path: str, query: list, timeout: Any):
-    """Start a raw GET whose response the caller reads (and releases) itself."""
-    return conn.call_api(
-        path,
-        "GET",
-        query_params=query,
-        auth_settings=["BearerToken"],
-        _preload_content=False,
-        _return_http_data_only=True,
-        _request_timeout=timeout,
-    )

@@ -6,6 +6,7 @@ import pytest
 
 from airflow_provider_volcano_argo import cli, reaper
 from airflow_provider_volcano_argo.exceptions import api_error
+from airflow_provider_volcano_argo.hooks.volcano_argo import VolcanoArgoHook
 from airflow_provider_volcano_argo.models.policies import CleanupSteps
 from airflow_provider_volcano_argo.models.reaping import TaskInstanceRecord, TaskTry, reaper_annotations
 from airflow_provider_volcano_argo.models.resources import VOLCANO_JOBS, WORKFLOWS
@@ -33,6 +34,8 @@ class FakeHook:
             raise api_error(403, "forbidden", "list", res.label, namespace)
         self.selectors.append(label_selector)
         return self.workflows if res == WORKFLOWS else [] if res == VOLCANO_JOBS else pytest.fail(res)
+
+    list_workflows_jobs = VolcanoArgoHook.list_workflows_jobs  # the real listing policy, over this fake's lists
 
     def clean_up_workflow(self, name, namespace, steps):
         self.cleaned.append((name, namespace, steps))
