@@ -315,12 +315,17 @@ class AttemptProgram(ScriptedProgram):
     """Print ``lines`` each tagged with the Volcano Job attempt of the pod that prints it (`` a1``, `` a2``, ...).
 
     A replayed or lost attempt then shows: the lines a test expects come from its script and the attempts the
-    scenario causes, not from the log under test.
+    scenario causes, not from the log under test. ``first_duration``, if given, is how long the first attempt
+    stays up (a scenario that ends it from outside needs it up until it does, however loaded the machine).
     """
+
+    first_duration: float | None = None
 
     def run(self, ctx) -> int:
         retry = int((ctx.pod["metadata"].get("annotations") or {}).get("volcano.sh/job-retry-count", 0) or 0)
-        return ScriptedProgram.run(dataclasses.replace(self, lines=attempt_lines(self.lines or [], retry + 1)), ctx)
+        duration = self.first_duration if retry == 0 and self.first_duration is not None else self.duration
+        attempt = dataclasses.replace(self, lines=attempt_lines(self.lines or [], retry + 1), duration=duration)
+        return ScriptedProgram.run(attempt, ctx)
 
 
 def attempt_lines(lines: list[str], attempt: int) -> list[str]:

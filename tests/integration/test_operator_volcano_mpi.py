@@ -210,7 +210,10 @@ def test_volcano_restart_shows_each_attempt_once_under_its_header(sandbox, mpi_n
 
     lines = numbered_lines("R6", 5)
     sandbox.kubelet.programs.script(
-        AttemptProgram(lines=lines, rate=20, duration=5), namespace=mpi_namespace, container="mpimaster"
+        # the first attempt computes until the eviction restarts the gang (a fixed window can close first under load)
+        AttemptProgram(lines=lines, rate=20, duration=5, first_duration=300),
+        namespace=mpi_namespace,
+        container="mpimaster",
     )
     evicted = []
 
