@@ -193,11 +193,19 @@ def test_a_stop_finds_the_runs_job_by_the_label_and_lists_the_namespace_only_for
         selectors.append(label_selector)
         return await async_list(self, res, namespace, field_selector, label_selector, **kw)
 
+    commands: list[dict] = []  # the sync hook's Command is kept here: sent, the async hook could list a stopped Job
+
+    def recorded_create(self, res, body, namespace):
+        commands.append(body)
+        return body
+
     monkeypatch.setattr(VolcanoArgoHook, "list_objects", recorded_sync)
     monkeypatch.setattr(AsyncVolcanoArgoHook, "list_objects", recorded_async)
+    monkeypatch.setattr(VolcanoArgoHook, "create_object", recorded_create)
     stopped = VolcanoArgoHook(conn_id="kubernetes_default").terminate_jobs(workflow, ns)
     stopped_async = asyncio.run(AsyncVolcanoArgoHook(conn_id="kubernetes_default").terminate_jobs(workflow, ns))
     assert stopped == stopped_async == ["stopped-job"]  # the foreign Job, running as well, is not the run's
+    assert [command["target"]["name"] for command in commands] == ["stopped-job"]
     owned = f"{MANAGED_BY_LABEL}={MANAGED_BY}"
     assert selectors == ([owned, owned] if labelled else [owned, None, owned, None])
     # the Command did reach Volcano's job controller: the run's Job stops, the foreign one is left as it was
