@@ -73,7 +73,9 @@ def test_the_resource_steps_pod_evicted_while_the_job_runs_fails_the_workflow_bu
     finally:
         helper.join(120)
         sandbox.kubelet.programs.clear()
-    assert len(evicted) == 1 and isinstance(evicted[0], dict), (evicted, states, log[-3000:])
+    if not (len(evicted) == 1 and isinstance(evicted[0], dict)):
+        print(log[-6000:])  # pytest shortens a long assertion message: the task log goes to the captured stdout
+    assert len(evicted) == 1 and isinstance(evicted[0], dict), (evicted, states)
     assert states == {"mpi": "success"}, log[-3000:]
     assert node_message in log and "following it to its end" in log, log[-3000:]
     assert "Completed. (Argo Workflow" in log and node_message in log, [
