@@ -125,24 +125,27 @@ def install_mpi_templates(sandbox, namespace: str) -> str:
         sandbox.apply(doc)
     # kube-apiserver's RBAC authorizer reads Roles and RoleBindings from its informers: a run started before they
     # arrive has its steps (and the master's ``kubectl wait``) refused, so wait until its authorizer allows them
-    wait_for(lambda: _allowed(sandbox, namespace, "argo", "list", "", "pods"), 30, what="the argo RBAC in force")
-    wait_for(
-        lambda: _allowed(sandbox, namespace, "argo", "create", "batch.volcano.sh", "jobs"), 30, what="the argo RBAC"
-    )
+    argo = f"system:serviceaccount:{namespace}:argo"
+    needed = (("", "pods", "list"), ("batch.volcano.sh", "jobs", "create"))
+    wait_for(lambda: all(allowed(sandbox, argo, namespace, *rule) for rule in needed), 30, what="argo RBAC in force")
     return namespace
 
 
-def _allowed(sandbox, namespace: str, service_account: str, verb: str, group: str, resource: str) -> bool:
-    """Ask the API server's authorizer (a SubjectAccessReview) whether ``service_account`` may ``verb`` ``resource``."""
+def allowed(sandbox, user: str, namespace: str, group: str, resource: str, verb: str) -> bool:
+    """Ask the API server's own authorizer (a SubjectAccessReview) whether ``user`` may ``verb`` ``resource``
+    (``plural`` or ``plural/subresource``) now.
+    """
+    plural, _, sub = resource.partition("/")
     review = {
         "apiVersion": "authorization.k8s.io/v1",
         "kind": "SubjectAccessReview",
         "spec": {
-            "user": f"system:serviceaccount:{namespace}:{service_account}",
-            "groups": ["system:serviceaccounts", f"system:serviceaccounts:{namespace}", "system:authenticated"],
-            "resourceAttributes": {"namespace": namespace, "verb": verb, "group": group, "resource": resource},
+            "user": user,
+            "resourceAttributes": {
+                "namespace": namespace, "group": group, "resource": plural, "subresource": sub, "verb": verb,
+            },
         },
-    }
+    }  # fmt: skip
     answer = sandbox.api.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body=review)
     return answer["status"].get("allowed") is True
 

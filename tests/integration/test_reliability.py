@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from airflow_provider_volcano_argo import templates
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
 from tests.conftest import keep_for_secret_scan
-from tests.integration.helpers import run_dag, wait_for
+from tests.integration.helpers import allowed, run_dag, wait_for
 from tests.integration.reliability import leftovers, objects_left
 
 pytestmark = [pytest.mark.integration, pytest.mark.reliability]
@@ -56,7 +56,11 @@ def test_r8_hostile_input_is_refused_before_any_api_call(sandbox, mpi_namespace,
 
     field, value = override
     sandbox.set_airflow_rules([], mpi_namespace)
-    wait_for(lambda: _denied(sandbox, mpi_namespace, "argoproj.io", "workflows", "list"), 30, what="RBAC revoked")
+    wait_for(
+        lambda: not allowed(sandbox, AIRFLOW_USER, mpi_namespace, "argoproj.io", "workflows", "list"),
+        30,
+        what="RBAC revoked",
+    )
     caplog.clear()  # this example's log only: an earlier example may have named the same field
     states, log = run_dag(mpi_overrides, caplog, capfd, namespace=mpi_namespace, overrides={field: value})
     row = _R8_ROW.get("row") or _R8_ROW.setdefault("row", reliability(""))
@@ -111,21 +115,8 @@ def _without(group: str, resource: str, verb: str) -> list[dict]:
     return rules
 
 
-def _denied(sandbox, namespace: str, group: str, resource: str, verb: str) -> bool:
-    """The API server's own authorizer (SubjectAccessReview) refuses the Airflow identity that verb now."""
-    plural, _, sub = resource.partition("/")
-    review = {
-        "apiVersion": "authorization.k8s.io/v1",
-        "kind": "SubjectAccessReview",
-        "spec": {
-            "user": "system:serviceaccount:argo:airflow",
-            "resourceAttributes": {
-                "namespace": namespace, "group": group, "resource": plural, "subresource": sub, "verb": verb,
-            },
-        },
-    }  # fmt: skip
-    answer = sandbox.api.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body=review)
-    return not answer["status"].get("allowed")
+#: The Airflow identity the sandbox's connection uses.
+AIRFLOW_USER = "system:serviceaccount:argo:airflow"
 
 
 @pytest.mark.parametrize(("group", "resource", "verb"), RULE_VERBS, ids=[f"{v}-{r}" for _, r, v in RULE_VERBS])
@@ -137,7 +128,11 @@ def test_r9_each_verb_of_the_role_is_needed_and_named_when_missing(
     from tests.integration.helpers import volcano_job
 
     sandbox.set_airflow_rules(_without(group, resource, verb), mpi_namespace)
-    wait_for(lambda: _denied(sandbox, mpi_namespace, group, resource, verb), 30, what=f"{verb} {resource} revoked")
+    wait_for(
+        lambda: not allowed(sandbox, AIRFLOW_USER, mpi_namespace, group, resource, verb),
+        30,
+        what=f"{verb} {resource} revoked",
+    )
     scenario = SCENARIO_OF.get((group, resource, verb), "mpi")
     if scenario == "sensor":
         sandbox.api.create("vcjobs", volcano_job("outside", workers=1), mpi_namespace)
