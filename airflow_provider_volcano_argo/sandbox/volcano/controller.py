@@ -191,21 +191,26 @@ class VolcanoJobController(Controller):
             pending = self.requests.pop(key, [])
         self._in_flight = (key, pending)
         killed: dict[str, dict] = {}
-        # whether a state killed in this pass (KillJob): its status then counts what killPods did, while a sync
-        # (Pending, Running and Restarting's SyncJob) counts the pods as syncJob does
-        killing = phase_action(phase, "SyncJob").kill is not None
-        for request in pending:
+        for index, request in enumerate(pending):
             # applyPolicies runs when the request is handled: an earlier request of this batch may have killed the
             # attempt (version++), so a second eviction of the same drain only syncs (one retry per restart)
             action = request_action(spec, request, int(status.get("version", 0)))
             log.debug("job %s/%s in %s: %s -> %s", key[0], key[1], phase, request, action)
-            if action != "SyncJob":
-                killing = killing or phase_action(phase, action).kill is not None
-                self.cluster.record_event(
-                    job, "Normal", "ExecuteAction", f"Start to execute action {action} ", COMPONENT
-                )
-                phase, status, gone = self.actions.execute(job, status, phase, action)
-                killed.update((p["metadata"]["name"], p) for p in gone)
+            if action == "SyncJob" or phase_action(phase, action).kill is None:
+                continue
+            self.cluster.record_event(job, "Normal", "ExecuteAction", f"Start to execute action {action} ", COMPONENT)
+            phase, status, gone = self.actions.execute(job, status, phase, action)
+            killed.update((p["metadata"]["name"], p) for p in gone)
+            # killPods writes the action's transition (its LastTransitionTime and condition) before any later
+            # sync: a Job restarted while Pending goes Restarting, then Pending again with a new transition time
+            with self.lock:
+                self.requests[key][:0] = pending[index + 1 :]
+            self._in_flight = (key, [request])
+            self._write_status(job, status, phase, *self._counts(job, status, phase, killed, killing=True))
+            self._in_flight = (None, [])
+            return 0.0
+        # a sync: Pending, Running and Restarting's SyncJob count the pods as syncJob does, the other states kill
+        killing = phase_action(phase, "SyncJob").kill is not None
         pods = self.actions.current_pods(job)
         if phase_action(phase, "SyncJob").kill is not None:
             # completing.go, terminating.go, aborting.go, aborted.go, finished.go: a sync kills softly too
@@ -218,22 +223,8 @@ class VolcanoJobController(Controller):
             self.actions.ensure_group_and_plugins(job, status)
             if self.actions.group_admitted(job):
                 self.actions.create_pods(job, status, pods)
-        # killPods counts each pod it deleted as terminating, whether the informer still shows it or it is gone
-        # already (a container that ends on SIGTERM at once): the finishing phases wait for them for one sync
-        current = self.actions.current_pods(job)
-        names = {p["metadata"]["name"] for p in current}
-        pods = [
-            {**p, "metadata": {**p["metadata"], "deletionTimestamp": "killed"}}
-            if p["metadata"]["name"] in killed and not p["metadata"].get("deletionTimestamp")
-            else p
-            for p in current + [p for n, p in killed.items() if n not in names]
-        ]
-        counts, per_task = count_pods(pods, int(status.get("version", 0)))
+        counts, per_task = self._counts(job, status, phase, killed, killing)
         task_succeeded = {t: c.get("Succeeded", 0) for t, c in per_task.items()}
-        if killing and phase in KILLING_PHASES and not self.counts_retained_pods:
-            last = int(status.get("retryCount", 0)) >= int(spec.get("maxRetry", 3)) - 1
-            retain = phase != "Restarting" or last  # restarting.go: PodRetainPhaseNone, soft at the last retry
-            counts, per_task = kill_counts(self.actions.current_pods(job), retain), {}
         new_phase = (
             phase
             if phase in TERMINAL
@@ -244,6 +235,26 @@ class VolcanoJobController(Controller):
         self._write_status(job, status, new_phase, counts, per_task)
         self._in_flight = (None, [])
         return None if new_phase in TERMINAL else self.resync_seconds
+
+    def _counts(
+        self, job: dict, status: dict, phase: str, killed: dict[str, dict], killing: bool
+    ) -> tuple[Counts, dict[str, dict[str, int]]]:
+        """Count the Job's pods for its status: as killPods does when this pass killed, else as syncJob does."""
+        if killing and phase in KILLING_PHASES and not self.counts_retained_pods:
+            last = int(status.get("retryCount", 0)) >= int(job["spec"].get("maxRetry", 3)) - 1
+            retain = phase != "Restarting" or last  # restarting.go: PodRetainPhaseNone, soft at the last retry
+            return kill_counts(self.actions.current_pods(job), retain), {}
+        # killPods counts each pod it deleted as terminating, whether the informer still shows it or it is gone
+        # already (a container that ends on SIGTERM at once): the finishing phases wait for them for one sync
+        current = self.actions.current_pods(job)
+        names = {p["metadata"]["name"] for p in current}
+        pods = [
+            {**p, "metadata": {**p["metadata"], "deletionTimestamp": "killed"}}
+            if p["metadata"]["name"] in killed and not p["metadata"].get("deletionTimestamp")
+            else p
+            for p in current + [p for n, p in killed.items() if n not in names]
+        ]
+        return count_pods(pods, int(status.get("version", 0)))
 
     def _init(self, job: dict) -> float:
         status = {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from airflow_provider_volcano_argo.sandbox.emulation.cluster import now_rfc3339
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
 from tests.integration.helpers import phase_of, volcano_job, wait_for
 
@@ -78,6 +79,27 @@ def _lingering_worker_job(sandbox, ns: str, name: str, min_available: int, grace
     sandbox.api.create("vcjobs", job, ns)
     wait_for(lambda: phase_of(sandbox.api, "vcjobs", name, ns) == "Running", 30, what="Running")
     return sandbox.api.get("pods", f"{name}-mpiworker-1", ns)["metadata"]["uid"]
+
+
+def test_a_job_restarted_while_pending_writes_restarting_then_pending_with_a_new_transition_time(
+    sandbox, sandbox_namespace
+):
+    ns = sandbox_namespace
+    # 12 cores on an 8-core node: never enqueued, so the Job stays Pending with no pod (nothing left to terminate)
+    sandbox.api.create("vcjobs", volcano_job("held", workers=3, cpu="4"), ns)
+    wait_for(lambda: phase_of(sandbox.api, "vcjobs", "held", ns) == "Pending", 30, what="Pending")
+    first = _status(sandbox, "held", ns)["state"]["lastTransitionTime"]
+    wait_for(lambda: now_rfc3339() > first, 5, interval=0.1, what="a later second")  # the times are to the second
+    _restart(sandbox, "held", ns)
+    wait_for(lambda: _status(sandbox, "held", ns).get("retryCount") == 1, 30, what="the restart")
+    status = wait_for(
+        lambda: (s := _status(sandbox, "held", ns))["state"]["phase"] == "Pending" and s, 30, what="Pending again"
+    )
+    # pending.go RestartJob -> killJob writes Restarting (a new LastTransitionTime and condition), and only a later
+    # sync (restarting.go) moves the Job to Pending: the new attempt's wait starts at the restart, not at creation
+    assert [c["status"] for c in status["conditions"]] == ["Restarting", "Pending"]
+    assert status["state"]["lastTransitionTime"] > first
+    sandbox.api.delete("vcjobs", "held", ns)
 
 
 def test_restarting_goes_pending_while_a_killed_pod_still_terminates(sandbox, sandbox_namespace):
