@@ -253,7 +253,6 @@ class VolcanoScheduler(Controller):
         if self._last_message.get(key) != message:
             self._last_message[key] = message
             self.cluster.record_event(group, "Warning", "Unschedulable", message, COMPONENT)
-            self._write(group, {**status, "phase": (group.get("status") or {}).get("phase") or "Pending"})
 
     def _scheduled(self, group: dict, status: dict) -> None:
         self._condition(status, "Scheduled", "tasks in gang are ready to be scheduled", "")
@@ -302,8 +301,13 @@ class VolcanoScheduler(Controller):
             return
         meta = group["metadata"]
         try:
-            # PodGroups have no status subresource upstream: the scheduler updates the whole object
-            self.api.patch("podgroups", meta["name"], {"status": status}, meta["namespace"])
+            # cache.go UpdatePodGroup: an Update of the whole object (PodGroups have no status subresource) from the
+            # scheduler's cache, so a write from a stale copy fails with 409 rather than undo a newer one (a
+            # Scheduled condition overwritten by the Unschedulable one it replaced)
+            body = {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": status}
+            self.api.patch("podgroups", meta["name"], body, meta["namespace"])
         except ApiException as exc:
-            if exc.status != 404:
+            if exc.status == 409:
+                self.enqueue((meta["namespace"], meta["name"]), 0.05)
+            elif exc.status != 404:
                 log.debug("podgroup %s: %s", meta["name"], exc)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
+from airflow_provider_volcano_argo.sandbox.volcano.scheduler import VolcanoScheduler
 from tests.integration.helpers import phase_of, volcano_job, wait_for
 
 pytestmark = pytest.mark.integration
@@ -62,6 +63,36 @@ def test_gang_within_the_overcommit_factor_is_enqueued_and_its_pods_wait_under_t
     assert not any(
         e["reason"] == "Unschedulable" and "overused" in e["message"] for e in _podgroup_events(sandbox, ns, group)
     )
+
+
+def test_a_podgroup_write_from_a_stale_copy_fails_instead_of_undoing_a_newer_one(sandbox, sandbox_namespace):
+    ns = sandbox_namespace
+    job = sandbox.api.create("vcjobs", volcano_job("late", workers=2, cpu="4500m"), ns)
+    group = f"late-{job['metadata']['uid']}"
+
+    def waiting_copy():
+        pg = sandbox.api.get_or_none("podgroups", group, ns) or {}
+        return pg if any(c["type"] == "Unschedulable" for c in (pg.get("status") or {}).get("conditions", [])) else None
+
+    stale = wait_for(waiting_copy, 30, what="the gang waiting under the Unschedulable condition")
+    sandbox.kubelet.set_node_capacity("sandbox-node-0", cpu="16")
+    try:
+        wait_for(
+            lambda: (sandbox.api.get("podgroups", group, ns).get("status") or {}).get("phase") == "Running",
+            30,
+            what="the gang scheduled",
+        )
+        # a pass that began before the gang was scheduled writes what it computed from its older copy, as a
+        # session from the scheduler's cache would: cache.go UpdatePodGroup sends that copy's resourceVersion
+        scheduler = next(c for c in sandbox.components if isinstance(c, VolcanoScheduler))
+        late = [{**c, "transitionID": "a-later-session"} for c in stale["status"]["conditions"]]
+        scheduler._write(stale, {**stale["status"], "conditions": late})
+        status = sandbox.api.get("podgroups", group, ns)["status"]
+        assert status["phase"] == "Running"
+        assert [c["type"] for c in status["conditions"]] == ["Scheduled"]
+    finally:
+        sandbox.kubelet.set_node_capacity("sandbox-node-0", cpu="8")
+    wait_for(lambda: phase_of(sandbox.api, "vcjobs", "late", ns) == "Completed", 60, what="job Completed")
 
 
 def test_eviction_under_pod_evicted_restart_job_restarts_and_counts(sandbox, sandbox_namespace):
