@@ -12,10 +12,10 @@ from tests.integration.reliability import leftovers
 
 pytestmark = pytest.mark.integration
 
-#: Longer than the DAG's schedule_timeout (5 s): every attempt is Pending, no pod running, for that long. The
-#: timeout leaves the gang scheduler seconds to admit a restarted attempt on a loaded machine (its pods are
-#: created and bound after the Job's Pending transition, whose time is stamped to the second): 2 s was too
-#: tight once in a full run (failed as "not admitted", its PodGroup still short of pods).
+#: Longer than the DAG's schedule_timeout (5 s): every attempt is Pending, no pod running, for that long. Its
+#: failures as "not admitted" (at 2 s, then at 5 s) were the emulated controller's: a Job restarted before it ran
+#: kept its creation's Pending time (fixed at a5d05c6); 5 s leaves the restarted gang's pods time to be
+#: created and bound after the Pending transition, whose time is stamped to the second.
 IMAGE_PULL_SECONDS = 8.0
 
 
