@@ -172,6 +172,11 @@ class VolcanoScheduler(Controller):
         scheduled = len(bound) + (len(placement) if waiting and started + len(placement) >= min_member else 0)
         if pods and scheduled >= min_member:
             phase = "Completed" if scheduled == succeeded + failed else "Running"
+            # gang.go OnSessionClose: every session sets a ready job's Scheduled condition (the one that bound it
+            # may have lost its write to a newer copy); kept as it is here, since a new TransitionID each pass
+            # would rewrite the PodGroup for nothing
+            if not any(c.get("type") == "Scheduled" for c in status.get("conditions") or []):
+                self._condition(status, "Scheduled", "tasks in gang are ready to be scheduled", "")
         self._write(group, {**status, "phase": phase, "running": running, "succeeded": succeeded, "failed": failed})
         return 2.0 if waiting else None
 
@@ -236,16 +241,22 @@ class VolcanoScheduler(Controller):
 
     # -- writes -------------------------------------------------------------------------------------------
     def _condition(self, status: dict, kind: str, reason: str, message: str) -> None:
-        status["conditions"] = [
-            {
-                "type": kind,
-                "status": "True",
-                "transitionID": str(uuid.uuid4()),
-                "lastTransitionTime": now_rfc3339(),
-                "reason": reason,
-                "message": message,
-            }
-        ]
+        """Set the condition of type ``kind``, keeping those of other types (``session.go UpdatePodGroupCondition``)."""
+        condition = {
+            "type": kind,
+            "status": "True",
+            "transitionID": str(uuid.uuid4()),
+            "lastTransitionTime": now_rfc3339(),
+            "reason": reason,
+            "message": message,
+        }
+        conditions = list(status.get("conditions") or [])
+        index = next((i for i, c in enumerate(conditions) if c.get("type") == kind), None)
+        if index is None:
+            conditions.append(condition)
+        else:
+            conditions[index] = condition
+        status["conditions"] = conditions
 
     def _unschedulable(self, group: dict, status: dict, message: str) -> None:
         key = (group["metadata"]["namespace"], group["metadata"]["name"])
@@ -255,7 +266,6 @@ class VolcanoScheduler(Controller):
             self.cluster.record_event(group, "Warning", "Unschedulable", message, COMPONENT)
 
     def _scheduled(self, group: dict, status: dict) -> None:
-        self._condition(status, "Scheduled", "tasks in gang are ready to be scheduled", "")
         self._last_message.pop((group["metadata"]["namespace"], group["metadata"]["name"]), None)
         self.cluster.record_event(group, "Normal", "Scheduled", "pod group is ready", COMPONENT)
 

@@ -67,6 +67,8 @@ def test_gang_within_the_overcommit_factor_is_enqueued_and_its_pods_wait_under_t
 
 def test_a_podgroup_write_from_a_stale_copy_fails_instead_of_undoing_a_newer_one(sandbox, sandbox_namespace):
     ns = sandbox_namespace
+    # the master computes until the test ends: a Job that completes deletes its PodGroup
+    sandbox.kubelet.programs.script(ScriptedProgram(duration=3600), namespace=ns, container="mpimaster")
     job = sandbox.api.create("vcjobs", volcano_job("late", workers=2, cpu="4500m"), ns)
     group = f"late-{job['metadata']['uid']}"
 
@@ -89,10 +91,13 @@ def test_a_podgroup_write_from_a_stale_copy_fails_instead_of_undoing_a_newer_one
         scheduler._write(stale, {**stale["status"], "conditions": late})
         status = sandbox.api.get("podgroups", group, ns)["status"]
         assert status["phase"] == "Running"
-        assert [c["type"] for c in status["conditions"]] == ["Scheduled"]
+        # session.go UpdatePodGroupCondition keeps one condition per type: the old Unschedulable one stays
+        assert [c["type"] for c in status["conditions"]] == ["Unschedulable", "Scheduled"]
+        assert "a-later-session" not in [c["transitionID"] for c in status["conditions"]]
     finally:
         sandbox.kubelet.set_node_capacity("sandbox-node-0", cpu="8")
-    wait_for(lambda: phase_of(sandbox.api, "vcjobs", "late", ns) == "Completed", 60, what="job Completed")
+        sandbox.kubelet.programs.clear()
+        sandbox.api.delete("vcjobs", "late", ns)
 
 
 def test_eviction_under_pod_evicted_restart_job_restarts_and_counts(sandbox, sandbox_namespace):
