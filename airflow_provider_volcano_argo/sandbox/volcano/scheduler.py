@@ -248,8 +248,9 @@ class VolcanoScheduler(Controller):
             "transitionID": str(uuid.uuid4()),
             "lastTransitionTime": now_rfc3339(),
             "reason": reason,
-            "message": message,
         }
+        if message:  # `json:"message,omitempty"`; an empty one in a merge patch, upstream's CRD refused (422, null)
+            condition["message"] = message
         conditions = list(status.get("conditions") or [])
         index = next((i for i, c in enumerate(conditions) if c.get("type") == kind), None)
         if index is None:

@@ -49,11 +49,12 @@ def test_gang_within_the_overcommit_factor_is_enqueued_and_its_pods_wait_under_t
     job = sandbox.api.create("vcjobs", volcano_job("overcommitted", workers=2, cpu="4500m"), ns)
     group = f"overcommitted-{job['metadata']['uid']}"
 
-    def condition():
+    def condition():  # once it counts the three pods: the controller creates them one by one
         pg = sandbox.api.get_or_none("podgroups", group, ns) or {}
-        return next((c for c in (pg.get("status") or {}).get("conditions", []) if c["type"] == "Unschedulable"), None)
+        conditions = (pg.get("status") or {}).get("conditions", [])
+        return next((c for c in conditions if c["type"] == "Unschedulable" and "/3 tasks" in c["message"]), None)
 
-    found = wait_for(condition, 30, what="the gang plugin's Unschedulable condition")
+    found = wait_for(condition, 30, what="the gang plugin's Unschedulable condition over the three pods")
     assert found["reason"] == "NotEnoughResources"
     assert "tasks in gang unschedulable" in found["message"] and "Insufficient cpu" in found["message"]
     assert sandbox.api.get("podgroups", group, ns)["status"]["phase"] == "Inqueue"
