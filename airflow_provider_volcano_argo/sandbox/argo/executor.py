@@ -18,13 +18,17 @@ import urllib3
 from airflow_provider_volcano_argo.sandbox.argo.goyaml import load_manifest
 from airflow_provider_volcano_argo.sandbox.argo.rules import evaluate, json_path
 from airflow_provider_volcano_argo.sandbox.controlplane.manifests import object_path
-from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, status_message
+from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, status_message, status_reason
 from airflow_provider_volcano_argo.sandbox.kubelet.programs import ContainerContext, Program
 
 EXECUTOR_IMAGE = "quay.io/argoproj/argoexec:v3.7.10"  # the controller's default executor image
 CHECK_INTERVAL_SECONDS = 5.0  # RESOURCE_STATE_CHECK_INTERVAL's default
 DENIED_GRACE_SECONDS = 15.0
 TRANSIENT_STATUSES = (429, 503, 504)  # util/errors isTransientErr: TooManyRequests, ServiceUnavailable, timeouts
+#: the same by the Status's reason (apimachinery's IsTooManyRequests, IsServiceUnavailable and IsTimeout check the
+#: reason or the code; IsServerTimeout only the reason, on a 500: kube-apiserver's ServiceAccount admission refuses
+#: a pod so while the account's token is not created yet, "No API token found ..., retry after ...")
+TRANSIENT_REASONS = frozenset({"TooManyRequests", "ServiceUnavailable", "Timeout", "ServerTimeout"})
 TASK_RESULTS = "/apis/argoproj.io/v1alpha1/namespaces/{ns}/workflowtaskresults"
 
 
@@ -35,7 +39,7 @@ NETWORK_ERRORS = (urllib3.exceptions.HTTPError, OSError)
 def transient(exc: Exception) -> bool:
     """Tell whether Argo's ``util/errors`` ``IsTransientErr`` holds for ``exc`` (a retry is due, not a failure)."""
     if isinstance(exc, ApiException):
-        return exc.status in TRANSIENT_STATUSES
+        return exc.status in TRANSIENT_STATUSES or status_reason(exc) in TRANSIENT_REASONS
     return isinstance(exc, NETWORK_ERRORS)
 
 

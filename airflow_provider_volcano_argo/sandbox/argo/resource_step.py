@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 from airflow_provider_volcano_argo.sandbox.argo.container_step import label_completed, workflow_pod
-from airflow_provider_volcano_argo.sandbox.argo.executor import EXECUTOR_IMAGE, TRANSIENT_STATUSES
+from airflow_provider_volcano_argo.sandbox.argo.executor import EXECUTOR_IMAGE, transient
 from airflow_provider_volcano_argo.sandbox.argo.goyaml import load_manifest
 from airflow_provider_volcano_argo.sandbox.argo.nodes import NODE_DONE, end_node
 from airflow_provider_volcano_argo.sandbox.argo.rules import pod_name
@@ -105,7 +105,7 @@ class ResourceSteps:
         except ApiException as exc:
             if exc.status == 409:
                 return node["phase"]
-            if exc.status in TRANSIENT_STATUSES or _quota_refusal(exc):
+            if transient(exc) or _quota_refusal(exc):  # createWorkflowPod -> requeueIfTransientErr
                 node["message"] = status_message(exc)  # markNodePending: tried again on the requeue
                 run.requeue = True
                 return node["phase"]

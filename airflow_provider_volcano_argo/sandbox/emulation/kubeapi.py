@@ -91,6 +91,14 @@ def status_message(exc: ApiException) -> str:
         return str(exc.reason)
 
 
+def status_reason(exc: ApiException) -> str:
+    """Return the reason of the ``Status`` an API error carries (``ServerTimeout``, ``NotFound``, ...), else ""."""
+    try:
+        return str(json.loads(exc.body).get("reason") or "")
+    except (ValueError, TypeError, AttributeError):
+        return ""
+
+
 _PATCH_TYPES = {
     "merge": "application/merge-patch+json",
     "strategic": "application/strategic-merge-patch+json",

@@ -12,10 +12,14 @@ from airflow_provider_volcano_argo.sandbox.argo.resource_step import _failed_rea
 from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException
 
 
-def _refusal(status: int, message: str) -> ApiException:
+def _refusal(status: int, message: str, reason: str = "") -> ApiException:
     exc = ApiException(status=status, reason="Refused")
-    exc.body = json.dumps({"kind": "Status", "message": message})
+    exc.body = json.dumps({"kind": "Status", "message": message, "reason": reason})
     return exc
+
+
+#: kube-apiserver's ServiceAccount admission, while the account's token secret is not created yet
+NO_TOKEN = 'No API token found for service account "argo", retry after the token is automatically created'
 
 
 @pytest.mark.parametrize(
@@ -24,6 +28,8 @@ def _refusal(status: int, message: str) -> ApiException:
         (_refusal(429, "too many requests"), True),
         (_refusal(503, "unavailable"), True),
         (_refusal(504, "timeout"), True),
+        (_refusal(500, NO_TOKEN, "ServerTimeout"), True),
+        (_refusal(500, "internal error", "InternalError"), False),
         (urllib3.exceptions.MaxRetryError(None, "/", "connection refused"), True),
         (ConnectionResetError(), True),
         (_refusal(403, "forbidden"), False),
