@@ -212,7 +212,7 @@ class VolcanoJobController(Controller):
         # a sync: Pending, Running and Restarting's SyncJob count the pods as syncJob does, the other states kill
         killing = phase_action(phase, "SyncJob").kill is not None
         pods = self.actions.current_pods(job)
-        if phase_action(phase, "SyncJob").kill is not None:
+        if killing:
             # completing.go, terminating.go, aborting.go, aborted.go, finished.go: a sync kills softly too
             gone = self.actions.kill(job, status, pods, retain_finished=True)
             killed.update((p["metadata"]["name"], p) for p in gone)
