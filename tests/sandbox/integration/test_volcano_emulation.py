@@ -17,6 +17,11 @@ def _podgroup_events(sandbox, ns: str, group: str) -> list[dict]:
     )["items"]
 
 
+def _unschedulable(group: dict) -> dict | None:
+    """Return the PodGroup's ``Unschedulable`` condition (the gang plugin's), if it has one."""
+    return next((c for c in (group.get("status") or {}).get("conditions", []) if c["type"] == "Unschedulable"), None)
+
+
 def test_gang_above_capacity_stays_pending_without_pods_with_only_an_event(sandbox, sandbox_namespace):
     ns = sandbox_namespace
     # 12 cores on an 8-core node: more than 8 x 1.2 (overcommit.go), so the enqueue action refuses it
@@ -50,9 +55,8 @@ def test_gang_within_the_overcommit_factor_is_enqueued_and_its_pods_wait_under_t
     group = f"overcommitted-{job['metadata']['uid']}"
 
     def condition():  # once it counts the three pods: the controller creates them one by one
-        pg = sandbox.api.get_or_none("podgroups", group, ns) or {}
-        conditions = (pg.get("status") or {}).get("conditions", [])
-        return next((c for c in conditions if c["type"] == "Unschedulable" and "/3 tasks" in c["message"]), None)
+        found = _unschedulable(sandbox.api.get_or_none("podgroups", group, ns) or {})
+        return found if found and "/3 tasks" in found["message"] else None
 
     found = wait_for(condition, 30, what="the gang plugin's Unschedulable condition over the three pods")
     assert found["reason"] == "NotEnoughResources"
@@ -75,7 +79,7 @@ def test_a_podgroup_write_from_a_stale_copy_fails_instead_of_undoing_a_newer_one
 
     def waiting_copy():
         pg = sandbox.api.get_or_none("podgroups", group, ns) or {}
-        return pg if any(c["type"] == "Unschedulable" for c in (pg.get("status") or {}).get("conditions", [])) else None
+        return pg if _unschedulable(pg) else None
 
     stale = wait_for(waiting_copy, 30, what="the gang waiting under the Unschedulable condition")
     sandbox.kubelet.set_node_capacity("sandbox-node-0", cpu="16")
