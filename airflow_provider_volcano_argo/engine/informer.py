@@ -34,7 +34,7 @@ _DROPPED_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "pods": (("spec",),),
 }
 #: What is kept of a dropped ``spec``, as the followers read it: a pod's restart policy (whether an ended container
-#: may come back: ``models.container_instances.may_restart``) and its node (the gang was allocated:
+#: may come back: ``models.container_instances.restarts``) and its node (the gang was allocated:
 #: ``models.admission.pods_bound``; a pod stuck creating: ``models.pod_waiting.creating``).
 _KEPT_SPEC_FIELDS: dict[str, tuple[str, ...]] = {"pods": ("restartPolicy", "nodeName")}
 

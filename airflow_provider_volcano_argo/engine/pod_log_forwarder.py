@@ -19,7 +19,6 @@ from airflow_provider_volcano_argo.models.container_instances import (
     job_of_pod,
     log_instances,
     log_read,
-    may_restart,
     started_instances,
 )
 from airflow_provider_volcano_argo.models.resources import PODS
@@ -152,7 +151,6 @@ class PodLogForwarder:
                 started_at=lambda k=key: instance_started_at(self.pods.values(), k),
                 start_seen_at=self.start_seen.get(key),
                 pod_news=lambda: self._pod_news,
-                may_restart=lambda k=key: may_restart(self.pods.values(), k),
             )
             self.streams[key] = (asyncio.create_task(stream.run()), stream)
             self.last_stream_of[name] = self.streams[key][0]

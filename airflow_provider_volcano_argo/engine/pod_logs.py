@@ -43,6 +43,9 @@ TAIL_LINES = 20
 #: first time (``doBackOff``): a read by name before the pod watch shows the exit may already get the next
 #: instance's lines. So a follow read that ended is read again only once the watch says so, or after this long.
 FOLLOW_END_SECONDS = 10.0
+#: An ended instance whose container restarts in its pod is read once the pod watch shows the restart (then
+#: ``previous`` serves it; a read by name could serve the next instance already), or after this long without.
+RESTART_SHOW_SECONDS = 10.0
 
 
 @dataclass
@@ -71,7 +74,6 @@ class InstanceStream:
     _check_start: bool = False  # this read's first line is to be checked against the start (models/log_start.py)
     lines_per_record: int | None = None  # lines of one chunk per task-log record (default: the configuration's)
     pod_news: Callable[[], asyncio.Event] | None = None  # set at the pod watch's next update (wakes a wait)
-    may_restart: Callable[[], bool] = lambda: False  # shown ended, but its container may restart (models)
     _records: LineRecords | None = None
 
     async def run(self) -> None:
@@ -91,8 +93,13 @@ class InstanceStream:
             # a random part of the interval first: runs deferred (or resumed by a restarted triggerer) together
             # then read at different times, through a few pooled connections instead of one each at once
             await self._wait_for_end(self.poll_interval * random.random())
+        restart_shown_by: float | None = None
         while True:
             where = self._where()
+            if where is not None and where.restart_due and restart_shown_by is None:
+                restart_shown_by = time.monotonic() + RESTART_SHOW_SECONDS
+                await self._wait_for_restart(restart_shown_by)
+                continue
             if where is None:  # pod gone (its name may be a new pod's already) or restarted again: not served
                 break
             finished_before = where.ended
@@ -172,21 +179,26 @@ class InstanceStream:
 
         A follow read ends with its container, usually just before the watch shows the exit: without the wake-up
         the last read, and so the trigger's event, waited for the next second (measured by anchor_job.py: the
-        event 0.96 s after the Job's end, p50). Without ``pod_news``, it checks each second. An instance whose
-        container may restart (``may_restart``) is not woken: its status moves on (restart, or back-off) within
-        the second, and then the last read asks for it with ``previous`` (a plain read could serve the next one).
+        event 0.96 s after the Job's end, p50).
         """
         deadline = time.monotonic() + seconds
         # is_finished() is computed from the pod watch's cache, which only a watch update changes
         while not self.is_finished() and (left := deadline - time.monotonic()) > 0:
-            news = self.pod_news() if self.pod_news else None
-            if news is None:
-                await asyncio.sleep(min(1.0, left))
-                continue
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(news.wait(), min(1.0, left))
-            if self.is_finished() and self.may_restart():
-                await asyncio.sleep(min(1.0, max(deadline - time.monotonic(), 0.0)))
+            await self._pod_update(left)
+
+    async def _wait_for_restart(self, until: float) -> None:
+        """Wait until the pod watch no longer shows the instance ended awaiting its restart (``restart_due``)."""
+        while (where := self._where()) is not None and where.restart_due and (left := until - time.monotonic()) > 0:
+            await self._pod_update(left)
+
+    async def _pod_update(self, seconds: float) -> None:
+        """Wait for the pod watch's next update, at most ``seconds`` (a second at most without ``pod_news``)."""
+        news = self.pod_news() if self.pod_news else None
+        if news is None:
+            await asyncio.sleep(min(1.0, seconds))
+            return
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(news.wait(), min(1.0, seconds))
 
     async def _read(self, cursor: LogCursor, follow: bool, previous: bool = False, from_start: bool = False) -> None:
         splitter = LineSplitter(MAX_LINE_BYTES)

@@ -57,10 +57,15 @@ def _container_status(pod: dict, container: str) -> dict | None:
 
 @dataclass(frozen=True)
 class LogRead:
-    """How ``pods/log`` reaches one instance now: through ``previous=true`` or not, and whether it has ended."""
+    """How ``pods/log`` reaches one instance now: through ``previous=true`` or not, and whether it has ended.
+
+    ``restart_due``: shown ended as the current instance, but its container is restarted in its pod (``restarts``);
+    the kubelet may serve the next instance to a read by name before the status shows it, so not to be read yet.
+    """
 
     previous: bool
     ended: bool
+    restart_due: bool = False
 
 
 def _current(status: dict) -> int | None:
@@ -112,7 +117,9 @@ def log_read(pods: Iterable[dict], key: str) -> LogRead | None:
 
     None when its pod is gone: its name may already belong to a pod re-created by ``RestartJob`` (another uid),
     whose log a read by name would return; and when the container restarted again since (neither current nor
-    ``lastState``).
+    ``lastState``). The kubelet serves a read by name from its own status (``kubelet_pods.go:
+    GetKubeletContainerLogs``), which runs ahead of the one the pod watch shows: an instance shown ended whose
+    container restarts (``restart_due``) is read once the status shows the restart, through ``previous``.
     """
     uid, container, restart = key.rsplit("/", 2)
     for pod in pods:
@@ -124,7 +131,9 @@ def log_read(pods: Iterable[dict], key: str) -> LogRead | None:
         if _last_terminated(status) == int(restart):
             return LogRead(previous=True, ended=True)
         if _current(status) == int(restart):
-            return LogRead(previous=False, ended="terminated" in (status.get("state") or {}))
+            ended = (status.get("state") or {}).get("terminated")
+            due = ended is not None and restarts(pod, ended)
+            return LogRead(previous=False, ended=ended is not None, restart_due=due)
         return None
     return None
 
@@ -171,25 +180,16 @@ def instance_finished(pods: Iterable[dict], key: str) -> bool:
     return read is None or read.ended
 
 
-def may_restart(pods: Iterable[dict], key: str) -> bool:
-    """Tell whether an instance shown ended as its container's current one may yet be restarted in its pod.
+def restarts(pod: dict, terminated: dict) -> bool:
+    """Tell whether the kubelet restarts a container of ``pod`` that ended as ``terminated`` says.
 
-    The kubelet restarts a container that exited under ``restartPolicy: Always``, or under ``OnFailure`` with a
-    non-zero code, the first time at once (``kuberuntime_manager.go: computePodActions``, ``doBackOff``), unless the
-    pod is being deleted. Until its status shows the restart, a plain ``pods/log`` read by name may already serve the
-    next instance: such an instance is read (with ``previous``) once the status moved on.
+    Under ``restartPolicy: Always``, or ``OnFailure`` with a non-zero code, the first time at once
+    (``kuberuntime_manager.go: computePodActions``, ``doBackOff``); not once the pod is being deleted.
     """
-    uid, container, restart = key.rsplit("/", 2)
-    for pod in pods:
-        if pod["metadata"]["uid"] != uid or pod["metadata"].get("deletionTimestamp"):
-            continue
-        status = _container_status(pod, container) or {}
-        ended = (status.get("state") or {}).get("terminated")
-        if not ended or _current(status) != int(restart):
-            return False
-        policy = (pod.get("spec") or {}).get("restartPolicy", "Always")
-        return policy == "Always" or (policy == "OnFailure" and ended.get("exitCode", 0) != 0)
-    return False
+    if pod["metadata"].get("deletionTimestamp"):
+        return False
+    policy = (pod.get("spec") or {}).get("restartPolicy", "Always")  # the API server's default
+    return policy == "Always" or (policy == "OnFailure" and terminated.get("exitCode", 0) != 0)
 
 
 def exit_codes(pods: Iterable[dict], container: str, jobs: set[str]) -> list[ExitCode]:

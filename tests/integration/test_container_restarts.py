@@ -47,26 +47,59 @@ def log_reads(monkeypatch) -> list[tuple[str, bool, bool]]:
     return reads
 
 
-def test_a_master_restarted_in_its_pod_shows_each_run_once_under_its_own_header(sandbox, ns, log_reads):
-    """Exits 1, 1, 0 under ``OnFailure``: the first restart at once, the second after a CrashLoopBackOff. Each run's
-    lines once, in order, under its header; a bounded number of reads (no loop while it waits to restart).
-    """
-    sandbox.kubelet.programs.script(NumberedRuns([1, 1, 0], seconds=0.5), namespace=ns, container="mpimaster")
-    sandbox.api.create("vcjobs", volcano_job("crashes", workers=1), ns)  # the master restarts OnFailure
+def _runs_shown(sandbox, ns: str, job: str, exit_codes: list[int], seconds: float) -> list[str]:
+    """Run a Job whose master exits ``exit_codes`` in turn (``OnFailure``); return the headers and run lines shown."""
+    sandbox.kubelet.programs.script(NumberedRuns(exit_codes, seconds=seconds), namespace=ns, container="mpimaster")
+    sandbox.api.create("vcjobs", volcano_job(job, workers=1), ns)  # the master restarts OnFailure
     trigger = ObjectPhaseTrigger(
-        "volcano_job", "crashes", ns, ["Completed"], ["Failed", "Aborted"], connection=CONNECTION, log_task="mpimaster"
+        "volcano_job", job, ns, ["Completed"], ["Failed", "Aborted"], connection=CONNECTION, log_task="mpimaster"
     )
     shown: list[str] = []
     capture_task_log(trigger, shown.append)
     event = asyncio.run(trigger.run().__anext__())
     assert event.payload["status"] == "success", event.payload
+    return [line for line in shown if line.startswith(("-----", "run "))]
+
+
+def _each_run_once(job: str, runs: int) -> list[str]:
     expected = []
-    for run in range(3):
-        expected.append(f"----- log of crashes-mpimaster-0 (job attempt 1, container restart {run}) -----")
+    for run in range(runs):
+        expected.append(f"----- log of {job}-mpimaster-0 (job attempt 1, container restart {run}) -----")
         expected += [f"run {run} line 0", f"run {run} line 1"]
-    assert [line for line in shown if line.startswith(("-----", "run "))] == expected
+    return expected
+
+
+def test_a_master_restarted_in_its_pod_shows_each_run_once_under_its_own_header(sandbox, ns, log_reads):
+    """Exits 1, 1, 0 under ``OnFailure``: the first restart at once, the second after a CrashLoopBackOff. Each run's
+    lines once, in order, under its header; a bounded number of reads (no loop while it waits to restart).
+    """
+    assert _runs_shown(sandbox, ns, "crashes", [1, 1, 0], seconds=0.5) == _each_run_once("crashes", 3)
     assert any(previous for _, _, previous in log_reads)  # the ended runs were read where the kubelet keeps them
     assert len(log_reads) <= 9, log_reads  # a follow and a last read per run, at most one more each
+
+
+def test_a_restart_the_pod_watch_shows_late_keeps_the_next_runs_lines_from_the_ended_runs_header(
+    sandbox, ns, monkeypatch
+):
+    """The kubelet serves a read by name from its own status (``GetKubeletContainerLogs``), which runs ahead of the
+    one a lagging pod watch delivers: the watch shows the first run ended as the current instance while the kubelet
+    serves the restarted one already. The ended run is read once the watch shows the restart, through ``previous``.
+    Seen in CI under load: the second run's lines under the first run's header too, read by name 1 s after the exit.
+    """
+    restarts: dict[str, int] = {}
+    on_pod = PodLogForwarder._on_pod
+
+    async def lagging_on_pod(self, kind: str, obj: dict) -> None:
+        for pod in obj["items"] if kind == "SYNCED" else [obj]:
+            count = max((s.get("restartCount", 0) for s in pod["status"].get("containerStatuses") or []), default=0)
+            if count > restarts.setdefault(pod["metadata"]["uid"], 0):
+                restarts[pod["metadata"]["uid"]] = count
+                await asyncio.sleep(2)  # the update showing the restart, and all after it, arrive late
+        await on_pod(self, kind, obj)
+
+    monkeypatch.setattr(PodLogForwarder, "_on_pod", lagging_on_pod)
+    # each run lasts longer than the lag: the Job's end (and the list that catches up) comes after the restart shows
+    assert _runs_shown(sandbox, ns, "late", [1, 0], seconds=3) == _each_run_once("late", 2)
 
 
 def test_a_pod_recreated_under_the_same_name_never_feeds_the_earlier_pods_cursor(sandbox, ns):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
+from airflow_provider_volcano_argo.engine import pod_logs
 from airflow_provider_volcano_argo.engine.object_follower import ObjectPhaseFollower
 from airflow_provider_volcano_argo.engine.pod_log_forwarder import PodLogForwarder
 from airflow_provider_volcano_argo.engine.pod_logs import InstanceStream
@@ -68,6 +69,36 @@ def test_a_follow_that_ended_is_read_again_only_once_the_watch_shows_the_end():
 
     asyncio.run(scenario())
     assert hook.reads == [("p", True, False), ("p", False, False)] and shown == ["line"]
+
+
+def test_an_instance_shown_ended_before_its_restart_shows_is_read_through_previous_once_it_does():
+    """The kubelet serves a read by name from its own status, ahead of the watch's: while the watch shows the
+    instance ended as the current one and its container restarts, a plain read could get the next instance's lines.
+    """
+    hook, shown = LogsByRead(current=["next run"], previous=["ended run"]), []
+    watch = {"where": LogRead(previous=False, ended=True, restart_due=True)}
+
+    async def scenario() -> None:
+        news = asyncio.Event()
+        stream = _stream(hook, shown, lambda: watch["where"], pod_news=lambda: news)
+        task = asyncio.create_task(stream.run())
+        await asyncio.sleep(0.5)
+        assert hook.reads == []  # not while the restart is due
+        watch["where"] = LogRead(previous=True, ended=True)  # restarted: lastState holds it
+        news.set()
+        await asyncio.wait_for(task, 2)
+
+    asyncio.run(scenario())
+    assert hook.reads == [("p", False, True)] and shown == ["ended run"]
+
+
+def test_an_instance_whose_restart_never_shows_is_read_by_name_after_a_while(monkeypatch):
+    """The kubelet did not restart it (or its status is lost): what a read by name serves is all there is."""
+    monkeypatch.setattr(pod_logs, "RESTART_SHOW_SECONDS", 0.3)
+    hook, shown = LogsByRead(current=["ended run"], previous=[]), []
+    where = LogRead(previous=False, ended=True, restart_due=True)
+    asyncio.run(asyncio.wait_for(_stream(hook, shown, lambda: where).run(), 2))
+    assert hook.reads == [("p", False, False)] and shown == ["ended run"]
 
 
 def test_the_next_instance_of_a_pod_shows_its_header_after_the_lines_of_the_one_before():

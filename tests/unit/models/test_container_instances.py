@@ -11,7 +11,7 @@ from airflow_provider_volcano_argo.models.container_instances import (
     job_of_pod,
     log_instances,
     log_read,
-    may_restart,
+    restarts,
     started_instances,
 )
 from airflow_provider_volcano_argo.models.log_cursor import parse_timestamp
@@ -154,7 +154,9 @@ def test_an_instance_is_read_where_the_kubelet_serves_it_current_then_previous_t
     """kubelet_pods.go: validateContainerLogStatus serves the current instance, or lastState with previous=true."""
     back_off = {"waiting": {"reason": "CrashLoopBackOff"}}
     assert log_read([_restarting(0, {"running": {}}, None)], "p1/mpimaster/0") == LogRead(previous=False, ended=False)
-    assert log_read([_restarting(0, {"terminated": {}}, None)], "p1/mpimaster/0") == LogRead(previous=False, ended=True)
+    ended = _restarting(0, {"terminated": {"exitCode": 1}}, None)
+    ended["spec"] = {"restartPolicy": "Never"}
+    assert log_read([ended], "p1/mpimaster/0") == LogRead(previous=False, ended=True)
     # crash-looping: waiting, the exited instance 1 as lastState (same container ID), restartCount still 1
     waiting = _restarting(1, back_off, last=1)
     assert log_read([waiting], "p1/mpimaster/1") == LogRead(previous=True, ended=True)
@@ -204,18 +206,27 @@ def test_an_instance_started_when_its_own_state_says():
     assert instance_started_at([_restarting(0, bad, None)], "p1/mpimaster/0") is None
 
 
-def test_an_ended_current_instance_may_restart_only_where_the_kubelet_restarts_it():
+def test_an_ended_container_restarts_only_where_the_kubelet_restarts_it():
     failed = _pod("p1", 0, "terminated")  # exit code 3
-    key = "p1/mpimaster/0"
+    ended = failed["status"]["containerStatuses"][0]["state"]["terminated"]
     for policy, expected in (("Always", True), ("OnFailure", True), ("Never", False)):
         failed["spec"] = {"restartPolicy": policy}
-        assert may_restart([failed], key) is expected, policy
-    succeeded = _pod("p1", 0, "terminated")
-    succeeded["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] = 0
-    succeeded["spec"] = {"restartPolicy": "OnFailure"}
-    assert not may_restart([succeeded], key)  # OnFailure and exit 0: it stays ended
+        assert restarts(failed, ended) is expected, policy
+    assert not restarts(failed, {"exitCode": 0})  # OnFailure and exit 0: it stays ended
     failed["spec"] = {"restartPolicy": "OnFailure"}
+    assert restarts(failed, ended)
     failed["metadata"]["deletionTimestamp"] = "t"
-    assert not may_restart([failed], key)  # a pod being deleted is not restarted
-    assert not may_restart([_pod("p1", 0, "running")], key)  # not ended
-    assert not may_restart([_pod("p1", 1, "running")], key)  # restarted already: previous serves it
+    assert not restarts(failed, ended)  # a pod being deleted is not restarted
+
+
+def test_an_ended_instance_is_due_to_restart_only_while_it_is_its_containers_current_one():
+    """The kubelet serves a read by name from its own status, ahead of the watch: the next instance may be served."""
+    key = "p1/mpimaster/0"
+    failed = _pod("p1", 0, "terminated")
+    failed["spec"] = {"restartPolicy": "OnFailure"}
+    assert log_read([failed], key) == LogRead(previous=False, ended=True, restart_due=True)
+    failed["spec"] = {"restartPolicy": "Never"}
+    assert log_read([failed], key) == LogRead(previous=False, ended=True)
+    assert log_read([_pod("p1", 0, "running")], key) == LogRead(previous=False, ended=False)  # not ended
+    restarted = _restarting(1, {"running": {}}, last=0)
+    assert log_read([restarted], key) == LogRead(previous=True, ended=True)  # the status shows the restart
