@@ -212,9 +212,8 @@ def test_an_ended_container_restarts_only_where_the_kubelet_restarts_it():
     for policy, expected in (("Always", True), ("OnFailure", True), ("Never", False)):
         failed["spec"] = {"restartPolicy": policy}
         assert restarts(failed, ended) is expected, policy
-    assert not restarts(failed, {"exitCode": 0})  # OnFailure and exit 0: it stays ended
     failed["spec"] = {"restartPolicy": "OnFailure"}
-    assert restarts(failed, ended)
+    assert not restarts(failed, {"exitCode": 0})  # OnFailure and exit 0: it stays ended
     failed["metadata"]["deletionTimestamp"] = "t"
     assert not restarts(failed, ended)  # a pod being deleted is not restarted
 
