@@ -93,15 +93,15 @@ class InstanceStream:
             # a random part of the interval first: runs deferred (or resumed by a restarted triggerer) together
             # then read at different times, through a few pooled connections instead of one each at once
             await self._wait_for_end(self.poll_interval * random.random())
-        restart_shown_by: float | None = None
+        waited_for_restart = False
         while True:
             where = self._where()
-            if where is not None and where.restart_due and restart_shown_by is None:
-                restart_shown_by = time.monotonic() + RESTART_SHOW_SECONDS
-                await self._wait_for_restart(restart_shown_by)
-                continue
             if where is None:  # pod gone (its name may be a new pod's already) or restarted again: not served
                 break
+            if where.restart_due and not waited_for_restart:
+                waited_for_restart = True
+                await self._wait_while(self._restart_due, RESTART_SHOW_SECONDS)
+                continue
             finished_before = where.ended
             follow = not finished_before and not self.poll_interval and slots.try_acquire()
             if not (follow or finished_before or self.poll_interval or self.overflowed):
@@ -181,24 +181,25 @@ class InstanceStream:
         the last read, and so the trigger's event, waited for the next second (measured by anchor_job.py: the
         event 0.96 s after the Job's end, p50).
         """
+        await self._wait_while(lambda: not self.is_finished(), seconds)
+
+    def _restart_due(self) -> bool:
+        where = self._where()
+        return where is not None and where.restart_due
+
+    async def _wait_while(self, holds: Callable[[], bool], seconds: float) -> None:
+        """Wait while ``holds()``, at most ``seconds``, looking again at each pod watch update.
+
+        ``holds`` reads the pod watch's cache, which only a watch update changes (without ``pod_news``: each second).
+        """
         deadline = time.monotonic() + seconds
-        # is_finished() is computed from the pod watch's cache, which only a watch update changes
-        while not self.is_finished() and (left := deadline - time.monotonic()) > 0:
-            await self._pod_update(left)
-
-    async def _wait_for_restart(self, until: float) -> None:
-        """Wait until the pod watch no longer shows the instance ended awaiting its restart (``restart_due``)."""
-        while (where := self._where()) is not None and where.restart_due and (left := until - time.monotonic()) > 0:
-            await self._pod_update(left)
-
-    async def _pod_update(self, seconds: float) -> None:
-        """Wait for the pod watch's next update, at most ``seconds`` (a second at most without ``pod_news``)."""
-        news = self.pod_news() if self.pod_news else None
-        if news is None:
-            await asyncio.sleep(min(1.0, seconds))
-            return
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(news.wait(), min(1.0, seconds))
+        while holds() and (left := deadline - time.monotonic()) > 0:
+            news = self.pod_news() if self.pod_news else None
+            if news is None:
+                await asyncio.sleep(min(1.0, left))
+                continue
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(news.wait(), min(1.0, left))
 
     async def _read(self, cursor: LogCursor, follow: bool, previous: bool = False, from_start: bool = False) -> None:
         splitter = LineSplitter(MAX_LINE_BYTES)
