@@ -83,20 +83,24 @@ def retry_after_seconds(exc: ApiException) -> float | None:
         return None
 
 
+def _status(exc: ApiException) -> dict:
+    """Return the ``Status`` object an API error carries, else {}."""
+    try:
+        body = json.loads(exc.body)
+    except (ValueError, TypeError):
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
 def status_message(exc: ApiException) -> str:
     """Return the message of the ``Status`` an API error carries, else the error's reason."""
-    try:
-        return json.loads(exc.body)["message"]
-    except (ValueError, KeyError, TypeError):
-        return str(exc.reason)
+    status = _status(exc)
+    return status["message"] if "message" in status else str(exc.reason)
 
 
 def status_reason(exc: ApiException) -> str:
     """Return the reason of the ``Status`` an API error carries (``ServerTimeout``, ``NotFound``, ...), else ""."""
-    try:
-        return str(json.loads(exc.body).get("reason") or "")
-    except (ValueError, TypeError, AttributeError):
-        return ""
+    return str(_status(exc).get("reason") or "")
 
 
 _PATCH_TYPES = {
