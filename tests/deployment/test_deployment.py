@@ -19,7 +19,9 @@ import pytest
 from airflow_provider_volcano_argo.models.cursor_saves import CHECK_SECONDS, CURSOR_SAVE_SECONDS
 from airflow_provider_volcano_argo.sandbox.kubelet import ScriptedProgram
 from tests.deployment.deployment import TRIGGERER_HEALTH_SECONDS, AirflowDeployment
+from tests.integration.helpers import volcano_job
 from tests.integration.reliability import leftovers, line_counts, numbered_lines, objects_left
+from tests.sandbox.integration.test_kubelet_restarts import NumberedRuns
 
 pytestmark = [pytest.mark.integration, pytest.mark.reliability]
 
@@ -86,6 +88,25 @@ def test_r14_etl_mpi_downstream_chain_with_workers_from_xcom(airflow, sandbox, n
     assert airflow.task_state(dag_id, run_id, "mpi") == "success"
     assert airflow.xcom(dag_id, run_id, "load").endswith(" Completed")
     assert left == 0
+
+
+def test_a_master_restarted_in_its_pod_shows_each_run_once_in_the_task_log(airflow, sandbox, namespace):
+    """A sensor's trigger in a triggerer process follows a master that exits 1, is restarted in its pod
+    (``OnFailure``) and exits 0: the task log the API server serves shows each run's lines once, under its own
+    header (the restart's wait of ``engine/pod_logs.py``; runs of 20 s, so the follow starts before the first ends).
+    """
+    sandbox.kubelet.programs.script(NumberedRuns([1, 0], seconds=20), namespace=namespace, container="mpimaster")
+    sandbox.api.create("vcjobs", volcano_job("restarts", workers=1), namespace)
+    run_id = airflow.trigger("deploy_job_sensor", {"namespace": namespace})
+    state = airflow.wait_run("deploy_job_sensor", run_id, 240)
+    log = airflow.task_log("deploy_job_sensor", run_id, "watch")
+    expected = []
+    for run in range(2):
+        expected.append(f"----- log of restarts-mpimaster-0 (job attempt 1, container restart {run}) -----")
+        expected += [f"run {run} line 0", f"run {run} line 1"]
+    assert state == "success", log[-3000:]
+    assert re.findall(r"----- log of .*? -----|run \d line \d", log) == expected, log[-3000:]
+    assert ERROR_RECORD.findall(log) == []
 
 
 def test_r15_execution_timeout_while_deferred_ends_a_run_that_keeps_printing(airflow, sandbox, namespace, reliability):

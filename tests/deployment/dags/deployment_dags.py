@@ -11,6 +11,7 @@ import datetime
 from airflow.sdk import DAG, Param, task
 
 from airflow_provider_volcano_argo.operators.volcano_mpi import VolcanoMPIJobOperator
+from airflow_provider_volcano_argo.sensors.volcano_job import VolcanoJobSensor
 
 START = datetime.datetime(2026, 1, 1)
 PARAMS = {"namespace": Param("argo", type="string"), "config_file": Param("", type="string")}
@@ -45,3 +46,7 @@ with DAG("deploy_mpi_timeout", schedule=None, start_date=START, params=PARAMS, c
     VolcanoMPIJobOperator(
         task_id="mpi", namespace="{{ params.namespace }}", execution_timeout=datetime.timedelta(seconds=20)
     )
+
+with DAG("deploy_job_sensor", schedule=None, start_date=START, params=PARAMS, catchup=False):
+    # a Volcano Job made elsewhere (the test creates "restarts"), its master's log followed from the triggerer
+    VolcanoJobSensor(task_id="watch", name="restarts", namespace="{{ params.namespace }}", log_task="mpimaster")
