@@ -19,6 +19,9 @@ from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException
 
 log = logging.getLogger(__name__)
 
+#: the wrapper modules whose binaries the sandbox runs (Argo and Volcano are still emulated)
+CONTROL_PLANE_BUILDS = ("kubernetes", "etcd")
+
 AIRFLOW_NAMESPACE = "argo"
 AIRFLOW_SERVICE_ACCOUNT = "airflow"
 AIRFLOW_ROLE = "volcano-argo-airflow"
@@ -122,7 +125,7 @@ class Sandbox:
 
     def start(self) -> Sandbox:
         started = time.monotonic()
-        found = binaries_module.install(progress=log.info)
+        found = binaries_module.install(CONTROL_PLANE_BUILDS, progress=log.info)
         self.control_plane = ControlPlane(found, audit_log=self.options.audit_log)
         self.control_plane.start()
         try:
@@ -247,12 +250,31 @@ class Sandbox:
         return [self.apply(doc) for doc in yaml.safe_load_all(Path(path).read_text()) if doc]
 
     def service_account_token(self, namespace: str, name: str, timeout: float = 30) -> str:
-        """Return the token of a service account (created if missing), from the Secret the token controller makes."""
-        try:
-            self.api.create("serviceaccounts", {"metadata": {"name": name, "namespace": namespace}}, namespace)
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
+        """Return a long-lived token of a service account (created if missing).
+
+        Since Kubernetes 1.24 no token Secret is made for a service account by itself; a Secret of type
+        ``kubernetes.io/service-account-token`` that names it is filled by the token controller
+        (``pkg/controller/serviceaccount/tokens_controller.go``), as ``kubectl create token`` users do for CI.
+        """
+        for resource, body in (
+            ("serviceaccounts", {"metadata": {"name": name, "namespace": namespace}}),
+            (
+                "secrets",
+                {
+                    "metadata": {
+                        "name": f"{name}-token",
+                        "namespace": namespace,
+                        "annotations": {"kubernetes.io/service-account.name": name},
+                    },
+                    "type": "kubernetes.io/service-account-token",
+                },
+            ),
+        ):
+            try:
+                self.api.create(resource, body, namespace)
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             secrets = self.api.list("secrets", namespace).get("items", [])

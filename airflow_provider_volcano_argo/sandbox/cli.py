@@ -24,12 +24,19 @@ def _options(args: argparse.Namespace):
 
 
 def _install(args: argparse.Namespace) -> int:
+    names = binaries.PROFILES[args.profile] if args.profile else None
     try:
-        found = binaries.install(progress=lambda m: print(m, flush=True))
+        found = binaries.install(names, progress=lambda m: print(m, flush=True))
     except binaries.BinariesUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(f"binaries ready (cache: {binaries.cache_dir()}): {found.kube_apiserver.parent}")
+    print(f"{len(found)} binaries ready (cache: {binaries.cache_dir()})")
+    return 0
+
+
+def _versions(args: argparse.Namespace) -> int:
+    names = binaries.PROFILES[args.profile] if args.profile else None
+    print("\n".join(binaries.versions(names)))
     return 0
 
 
@@ -79,7 +86,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="volcano-argo-sandbox", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log what the sandbox does")
     sub = parser.add_subparsers(dest="action", required=True)
-    sub.add_parser("install", help="find or build etcd, kube-apiserver, kube-controller-manager")
+    for name, helptext in (
+        ("install", "find or build the upstream binaries (all of them, or one profile's)"),
+        ("versions", "print NAME MODULE@VERSION PATH for each upstream binary"),
+    ):
+        command = sub.add_parser(name, help=helptext)
+        command.add_argument("--profile", choices=sorted(binaries.PROFILES), help="only this pass's components")
     for name, helptext in (("up", "run a sandbox in the foreground"), ("run", "run CMD against a fresh sandbox")):
         command = sub.add_parser(name, help=helptext)
         command.add_argument("--crds", choices=("sandbox", "upstream"), default="sandbox")
@@ -93,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             command.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(message)s")
-    return {"install": _install, "up": _up, "run": _run}[args.action](args)
+    return {"install": _install, "versions": _versions, "up": _up, "run": _run}[args.action](args)
 
 
 if __name__ == "__main__":

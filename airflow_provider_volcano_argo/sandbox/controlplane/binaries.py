@@ -1,48 +1,147 @@
-"""Find or build the control-plane binaries: etcd, kube-apiserver, kube-controller-manager.
+"""Find or build the upstream binaries a sandbox runs, from their released Go modules.
 
-Order of preference:
+Each folder of ``sandbox/builds/`` is a wrapper module that requires one upstream module at its release and names
+the commands to build as ``tool`` lines (``go.mod``/``go.sum`` are all the project keeps of upstream). A build runs
+``go build -trimpath`` on those commands into the cache ``${XDG_CACHE_HOME:-~/.cache}/volcano-argo-sandbox/bin/``,
+one folder per wrapper and hash of its ``go.mod``/``go.sum``, so a new pin builds anew and an old one stays cached.
 
-1. ``$KUBEBUILDER_ASSETS`` (the envtest convention; ``setup-envtest`` users get a current Kubernetes this way);
-2. the cache ``${XDG_CACHE_HOME:-~/.cache}/volcano-argo-sandbox/``, filled by an earlier build;
-3. a build from Debian's ``kubernetes`` source package (1.20.2) with Debian's ``golang-go``; ``etcd`` comes
-   from Debian's ``etcd-server``.
+Order of preference for each binary:
+
+1. ``$VOLCANO_ARGO_SANDBOX_BIN/<name>`` (binaries built elsewhere, taken as they are);
+2. ``$KUBEBUILDER_ASSETS/<name>`` for etcd and kube-apiserver (the envtest convention);
+3. the cache, built on first use.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager")
-DEBIAN_BUILD_PACKAGES = ("golang-go", "rsync", "dpkg-dev", "etcd-server", "golang-github-modern-go-reflect2-dev")
-# Kubernetes 1.20 vendors modern-go/reflect2 1.0.1, whose map iteration segfaults under Go >= 1.18
-# ("fatal error: fault" in mapiternext on the first custom resource); 1.0.2 fixes it and is API-compatible.
-REFLECT2_FROM_DEBIAN = Path("/usr/share/gocode/src/github.com/modern-go/reflect2")
-SOURCE_PACKAGE = "kubernetes"
-OS_RELEASE = Path("/etc/os-release")
-SOURCES_ENTRY = Path("/etc/apt/sources.list.d/volcano-argo-sandbox-src.sources")
+BUILDS_DIR = Path(__file__).resolve().parent.parent / "builds"
+GO_FALLBACK = Path("/usr/local/go/bin/go")
+#: binaries taken from $KUBEBUILDER_ASSETS when it has them (envtest ships these two, and kubectl)
+ENVTEST_NAMES = ("etcd", "kube-apiserver")
+#: the name each upstream Makefile gives a command whose package folder is named otherwise
+_BINARY_NAMES = {
+    "volcano.sh/volcano/cmd/scheduler": "vc-scheduler",
+    "volcano.sh/volcano/cmd/controller-manager": "vc-controller-manager",
+    "volcano.sh/volcano/cmd/webhook-manager": "vc-webhook-manager",
+    "go.etcd.io/etcd/server/v3": "etcd",
+}
+#: the version variables each upstream's release build stamps (hack/lib/version.sh, Makefiles)
+_VERSION_FLAGS = {
+    "k8s.io/kubernetes": (
+        "k8s.io/component-base/version.gitVersion={v}",
+        "k8s.io/component-base/version.gitMajor={major}",
+        "k8s.io/component-base/version.gitMinor={minor}",
+        "k8s.io/component-base/version.gitTreeState=clean",
+        "k8s.io/client-go/pkg/version.gitVersion={v}",
+        "k8s.io/client-go/pkg/version.gitMajor={major}",
+        "k8s.io/client-go/pkg/version.gitMinor={minor}",
+    ),
+    "volcano.sh/volcano": ("volcano.sh/volcano/pkg/version.Version={v}",),
+    "github.com/argoproj/argo-workflows/v3": ("github.com/argoproj/argo-workflows/v3.version={v}",),
+    "github.com/argoproj/argo-workflows/v4": ("github.com/argoproj/argo-workflows/v4.version={v}",),
+}
+
+#: the components of each pass of the suite: the newest releases, and the oldest the README claims
+PROFILES = {
+    "newest": ("kubernetes", "etcd", "argo-v4.0.5", "volcano-v1.14.1"),
+    "oldest": ("kubernetes", "etcd", "argo-v3.7.9", "volcano-v1.10.0"),
+}
 
 Progress = Callable[[str], None]
 
 
 class BinariesUnavailable(RuntimeError):
-    """Raised when the binaries can neither be found nor built; the message names the missing piece and the fix."""
+    """Raised when a binary can neither be found nor built; the message names the missing piece and the fix."""
 
 
 @dataclass(frozen=True)
-class ControlPlaneBinaries:
-    """Paths of the three executables a sandbox runs."""
+class Build:
+    """One wrapper module: the upstream module at its release and the commands built from it."""
 
-    etcd: Path
-    kube_apiserver: Path
-    kube_controller_manager: Path
+    folder: Path
+    module: str
+    version: str
+    commands: dict[str, str]  # binary name -> package
+
+    @property
+    def name(self) -> str:
+        return self.folder.name
+
+    def ldflags(self) -> str:
+        major, minor = self.version.lstrip("v").split(".")[:2]
+        stamps = _VERSION_FLAGS.get(self.module, ())
+        return " ".join(["-s", "-w", *(f"-X {s.format(v=self.version, major=major, minor=minor)}" for s in stamps)])
+
+    def cache_key(self) -> str:
+        digest = hashlib.sha256()
+        for file in ("go.mod", "go.sum"):
+            digest.update((self.folder / file).read_bytes())
+        return f"{self.name}-{digest.hexdigest()[:12]}"
+
+
+def parse_go_mod(text: str) -> tuple[str, str, list[str]]:
+    """Return (module, version, tool packages) of a wrapper's ``go.mod``.
+
+    The module is the requirement the ``tool`` packages belong to (``go mod tidy`` marks every requirement of a
+    module with no code of its own ``// indirect``, so that mark cannot tell it).
+    """
+    text = re.sub(r"//.*", "", text)
+    blocks = {
+        kind: "\n".join(re.findall(rf"^{kind}\s*\((.*?)^\)", text, re.MULTILINE | re.DOTALL))
+        for kind in ("require", "tool")
+    }
+    requires = re.findall(r"^require\s+([^\s(]\S*\s+\S+)\s*$", text, re.MULTILINE) + blocks["require"].splitlines()
+    required = dict(line.split() for line in requires if line.strip())
+    tools = re.findall(r"^tool\s+([^\s(]\S*)\s*$", text, re.MULTILINE) + blocks["tool"].split()
+    owners = {m for m in required if tools and all(t == m or t.startswith(m + "/") for t in tools)}
+    if not owners:
+        raise ValueError(f"no requirement owns every tool package {tools}")
+    module = max(owners, key=len)
+    return module, required[module], tools
+
+
+def binary_name(package: str) -> str:
+    """Return the file name upstream's own build gives the command built from ``package``."""
+    return _BINARY_NAMES.get(package, package.rsplit("/", 1)[-1])
+
+
+def go_output_name(package: str) -> str:
+    """Return the file name ``go build -o DIR/`` gives ``package``: its last element, or the one before a ``/vN``."""
+    parts = package.split("/")
+    return parts[-2] if len(parts) > 1 and re.fullmatch(r"v[0-9]+", parts[-1]) else parts[-1]
+
+
+def load_build(folder: Path) -> Build:
+    module, version, tools = parse_go_mod((folder / "go.mod").read_text())
+    return Build(folder, module, version, {binary_name(p): p for p in tools})
+
+
+def builds(names: Iterable[str] | None = None) -> list[Build]:
+    """Return the wrapper modules named (all of them by default), in the order given."""
+    if names is None:  # the profiles' order: Kubernetes first, whose compiled packages Volcano's build reuses
+        order = list(dict.fromkeys(n for profile in PROFILES.values() for n in profile))
+        names = sorted(
+            (p.name for p in BUILDS_DIR.iterdir() if p.is_dir()),
+            key=lambda n: (n not in order, order.index(n) if n in order else 0, n),
+        )
+    folders = [BUILDS_DIR / n for n in names]
+    missing = [f.name for f in folders if not (f / "go.mod").is_file()]
+    if missing:
+        raise BinariesUnavailable(f"no wrapper module {', '.join(missing)} in {BUILDS_DIR}")
+    return [load_build(f) for f in folders]
 
 
 def cache_dir() -> Path:
@@ -51,176 +150,112 @@ def cache_dir() -> Path:
     return Path(base) / "volcano-argo-sandbox"
 
 
-def _stderr(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 def _executable(path: Path) -> bool:
     return path.is_file() and os.access(path, os.X_OK)
 
 
-def _from_assets(name: str) -> Path | None:
-    assets = os.environ.get("KUBEBUILDER_ASSETS")
-    if assets and _executable(Path(assets) / name):
-        return Path(assets) / name
+def prebuilt(name: str) -> Path | None:
+    """Return ``name`` from ``$VOLCANO_ARGO_SANDBOX_BIN``, or from ``$KUBEBUILDER_ASSETS`` for envtest's binaries."""
+    folders = [os.environ.get("VOLCANO_ARGO_SANDBOX_BIN")]
+    if name in ENVTEST_NAMES:
+        folders.append(os.environ.get("KUBEBUILDER_ASSETS"))
+    for folder in folders:
+        if folder and _executable(Path(folder) / name):
+            return Path(folder) / name
     return None
 
 
-def _etcd() -> Path | None:
-    found = _from_assets("etcd")
+def cached(build: Build, name: str) -> Path:
+    return cache_dir() / "bin" / build.cache_key() / name
+
+
+def find(build: Build, name: str) -> Path | None:
+    """Return where binary ``name`` of ``build`` is, without building; None when it must be built."""
+    found = prebuilt(name)
     if found:
         return found
-    on_path = shutil.which("etcd")
-    return Path(on_path) if on_path else None
-
-
-def find() -> ControlPlaneBinaries | None:
-    """Return the binaries if all three are available without building, else None."""
-    etcd = _etcd()
-    kube = {name: _from_assets(name) or _cached(name) for name in KUBE_COMMANDS}
-    if etcd is None or None in kube.values():
-        return None
-    return ControlPlaneBinaries(etcd, kube["kube-apiserver"], kube["kube-controller-manager"])  # type: ignore[arg-type]
-
-
-def _cached(name: str) -> Path | None:
-    path = cache_dir() / "bin" / name
+    path = cached(build, name)
     return path if _executable(path) else None
 
 
-def install(progress: Progress = _stderr) -> ControlPlaneBinaries:
-    """Find the binaries, building what is missing; print where they are."""
-    found = find()
-    if found is None:
-        missing = [name for name in KUBE_COMMANDS if not (_from_assets(name) or _cached(name))]
-        if missing:
-            _build(missing, progress)
-        if _etcd() is None:
-            _apt_install(["etcd-server"], progress)
-        found = find()
-    if found is None:
+def _go() -> str:
+    found = shutil.which("go") or (str(GO_FALLBACK) if _executable(GO_FALLBACK) else None)
+    if not found:
         raise BinariesUnavailable(
-            "etcd was not found after installing etcd-server; put etcd on PATH or in $KUBEBUILDER_ASSETS"
+            "no Go toolchain: install Go 1.26 or newer (`go` on PATH or /usr/local/go), or point "
+            "VOLCANO_ARGO_SANDBOX_BIN at a folder of prebuilt binaries"
         )
-    for path in (found.etcd, found.kube_apiserver, found.kube_controller_manager):
-        progress(f"using {path}")
     return found
 
 
-def _debian_suite() -> str:
-    try:
-        fields = dict(line.split("=", 1) for line in OS_RELEASE.read_text().splitlines() if "=" in line)
-    except OSError:
-        fields = {}
-    if fields.get("ID") != "debian" and "debian" not in fields.get("ID_LIKE", ""):
-        raise BinariesUnavailable(
-            "kube-apiserver and kube-controller-manager are not in $KUBEBUILDER_ASSETS and this machine is not Debian, "
-            "so they cannot be built from Debian's kubernetes source package. Fix: install envtest binaries "
-            "(`setup-envtest use -p path`) and export KUBEBUILDER_ASSETS to that folder."
-        )
-    return fields.get("VERSION_CODENAME", "").strip('"') or "stable"
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
-def _run(cmd: list[str], progress: Progress, **kwargs) -> None:
-    """Run a build step, printing a heartbeat every 20 s and the output's tail if it fails."""
-    progress("$ " + " ".join(cmd))
+def build(target: Build, progress: Progress = _stderr) -> float:
+    """Build the commands of ``target`` that are not found into the cache; return the seconds it took."""
+    missing = {name: package for name, package in target.commands.items() if find(target, name) is None}
+    if not missing:
+        return 0.0
     started = time.monotonic()
+    out = cached(target, "x").parent
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=out.parent))
+    cmd = [_go(), "build", "-trimpath", "-ldflags", target.ldflags(), "-o", f"{staging}/", *missing.values()]
+    progress(f"building {', '.join(missing)} from {target.module}@{target.version}")
+    env = {**os.environ, "GOFLAGS": "-mod=readonly", "CGO_ENABLED": "0"}
     with tempfile.TemporaryFile("w+") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True, **kwargs)
+        proc = subprocess.Popen(cmd, cwd=target.folder, stdout=log, stderr=subprocess.STDOUT, text=True, env=env)
         while True:
             try:
-                proc.wait(timeout=20)
+                proc.wait(timeout=30)
                 break
             except subprocess.TimeoutExpired:
-                progress(f"  ... {cmd[0]} {cmd[1]} running for {time.monotonic() - started:.0f} s")
+                progress(f"  ... {target.name} building for {time.monotonic() - started:.0f} s")
         if proc.returncode != 0:
             log.seek(0)
             tail = "\n".join(log.read().splitlines()[-30:])
-            raise BinariesUnavailable(f"`{' '.join(cmd)}` failed with exit code {proc.returncode}:\n{tail}")
+            shutil.rmtree(staging, ignore_errors=True)
+            raise BinariesUnavailable(f"building {target.name} failed (exit {proc.returncode}):\n{tail}")
+    out.mkdir(exist_ok=True)
+    for package in missing.values():
+        os.replace(staging / go_output_name(package), out / binary_name(package))
+    shutil.rmtree(staging, ignore_errors=True)
+    seconds = time.monotonic() - started
+    progress(f"built {target.name} in {seconds:.0f} s into {out}")
+    return seconds
 
 
-def _apt_install(packages: list[str], progress: Progress) -> None:
-    missing = [p for p in packages if subprocess.run(["dpkg", "-s", p], capture_output=True).returncode != 0]
-    if not missing:
-        return
-    if os.geteuid() != 0:
-        raise BinariesUnavailable(
-            f"missing Debian packages {', '.join(missing)}; fix: sudo apt-get install -y {' '.join(missing)}"
-        )
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    _run(["apt-get", "update", "-qq"], progress, env=env)
-    _run(["apt-get", "install", "-y", "-qq", *missing], progress, env=env)
+def install(names: Iterable[str] | None = None, progress: Progress = _stderr, parallel: int = 2) -> dict[str, Path]:
+    """Find or build every binary of the wrapper modules named; return binary name -> path.
+
+    Builds run ``parallel`` at a time (each ``go build`` uses every core too; two keep both busy through the link
+    steps, and the Kubernetes build comes first, since Volcano's reuses its compiled packages).
+    """
+    targets = builds(names)
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        for future in [pool.submit(build, t, progress) for t in targets]:
+            future.result()
+    return paths(targets)
 
 
-def _ensure_deb_src(suite: str, progress: Progress) -> None:
-    probe = subprocess.run(["apt-cache", "showsrc", SOURCE_PACKAGE], capture_output=True, text=True)
-    if probe.returncode == 0 and "Package:" in probe.stdout:
-        return
-    if os.geteuid() != 0:
-        raise BinariesUnavailable(
-            "apt has no deb-src entry for the kubernetes source package; fix (as root): add a 'Types: deb-src' "
-            f"entry for suite {suite} under /etc/apt/sources.list.d/ and run apt-get update"
-        )
-    SOURCES_ENTRY.write_text(
-        f"Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: {suite}\nComponents: main\n"
-        "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
-    )
-    progress(f"added {SOURCES_ENTRY}")
-    _run(["apt-get", "update", "-qq"], progress)
+def paths(targets: Iterable[Build]) -> dict[str, Path]:
+    """Return binary name -> path of every command of ``targets`` (prebuilt first); raise if one is missing."""
+    found: dict[str, Path] = {}
+    for target in targets:
+        for name in target.commands:
+            path = find(target, name)
+            if path is None:
+                raise BinariesUnavailable(f"{name} is not built: run `volcano-argo-sandbox install`")
+            found[name] = path
+    return found
 
 
-def _version_ldflags(version: str) -> str:
-    """Stamp the version as Kubernetes' release build does (``hack/lib/version.sh``), so /version reports it."""
-    major, minor = version.split(".")[:2]
-    flags = []
-    for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
-        vendored = f"k8s.io/kubernetes/vendor/{package}"  # GOPATH mode sees vendored packages under this path
-        flags += [
-            f"-X {vendored}.gitVersion=v{version}",
-            f"-X {vendored}.gitMajor={major}",
-            f"-X {vendored}.gitMinor={minor}",
-            f"-X {vendored}.gitTreeState=clean",
-        ]
-    return " ".join(flags)
-
-
-def _build(commands: list[str], progress: Progress) -> None:
-    suite = _debian_suite()
-    _apt_install(list(DEBIAN_BUILD_PACKAGES), progress)
-    _ensure_deb_src(suite, progress)
-    work = cache_dir() / "build"
-    shutil.rmtree(work, ignore_errors=True)
-    (work / "src").mkdir(parents=True)
-    started = time.monotonic()
-    progress(f"building {', '.join(commands)} from Debian's {SOURCE_PACKAGE} source package (takes about 6 minutes)")
-    _run(["apt-get", "source", "-qq", SOURCE_PACKAGE], progress, cwd=work / "src")
-    unpacked = next(p for p in (work / "src").iterdir() if p.is_dir() and p.name.startswith(SOURCE_PACKAGE))
-    # Debian names the upstream 1.20.2 tree "1.20.5+really1.20.2" (a version bump it had to undo)
-    version = unpacked.name.removeprefix(f"{SOURCE_PACKAGE}-").split("really")[-1]
-    gopath = work / "gopath"
-    tree = gopath / "src" / "k8s.io" / "kubernetes"
-    tree.parent.mkdir(parents=True)
-    unpacked.rename(tree)
-    env = {
-        **os.environ,
-        "GOPATH": str(gopath),
-        "GO111MODULE": "off",
-        "GOFLAGS": "",
-        "GOCACHE": str(cache_dir() / "gocache"),
-    }
-    vendored = tree / "vendor" / "github.com" / "modern-go" / "reflect2"
-    shutil.rmtree(vendored)
-    shutil.copytree(REFLECT2_FROM_DEBIAN, vendored, ignore=shutil.ignore_patterns("*_test.go", "test*"))
-    progress(f"replaced vendored modern-go/reflect2 with Debian's {REFLECT2_FROM_DEBIAN} (Go >= 1.18 fix)")
-    progress("make generated_files (about 80 s)")
-    _run(["make", "generated_files"], progress, cwd=tree, env=env)
-    out = cache_dir() / "bin"
-    out.mkdir(parents=True, exist_ok=True)
-    for name in commands:
-        progress(f"go build {name} ({time.monotonic() - started:.0f} s so far)")
-        target = out / (name + ".tmp")
-        ldflags = f"-s -w {_version_ldflags(version)}"
-        _run(["go", "build", "-ldflags", ldflags, "-o", str(target), f"./cmd/{name}"], progress, cwd=tree, env=env)
-        target.rename(out / name)
-    shutil.rmtree(work, ignore_errors=True)
-    progress(f"built {', '.join(commands)} in {time.monotonic() - started:.0f} s into {out}")
+def versions(names: Iterable[str] | None = None) -> list[str]:
+    """Return one line per binary: ``NAME MODULE@VERSION PATH`` (the path, or 'not built')."""
+    lines = []
+    for target in builds(names):
+        for name in target.commands:
+            path = find(target, name)
+            lines.append(f"{name} {target.module}@{target.version} {path or 'not built'}")
+    return lines

@@ -1,14 +1,12 @@
-"""CustomResourceDefinitions for Argo Workflows and Volcano: the sandbox's own, or upstream's adapted to an old server.
+"""CustomResourceDefinitions for Argo Workflows and Volcano: the sandbox's own, or upstream's.
 
 The sandbox's own CRDs keep upstream's names, scopes, short names, printer columns and status subresources, with
 schemas that preserve unknown fields (as Argo's "minimal" CRDs do). Upstream's full CRDs can be loaded instead
-(``upstream_crds``); Kubernetes < 1.22 refuses their ``default: ""`` on string fields, so ``adapt_for_server``
-drops exactly those defaults and marks list-map keys ``required`` where their default went.
+(``upstream_crds``).
 """
 
 from __future__ import annotations
 
-import copy
 import logging
 import time
 from pathlib import Path
@@ -182,76 +180,11 @@ def upstream_crds(upstream_dir: Path) -> list[dict]:
     return [yaml.safe_load((upstream_dir / rel).read_text()) for rel in UPSTREAM_CRD_FILES]
 
 
-def adapt_for_server(crd: dict) -> tuple[dict, int, int]:
-    """Drop ``default: ""`` on string fields and require list-map keys whose default was dropped.
-
-    Returns (adapted copy, defaults dropped, keys made required). Needed for API servers older than 1.22, which
-    refuse an empty-string default with ``default: Invalid value: "null"``.
-    """
-    crd = copy.deepcopy(crd)
-    counts = [0, 0]
-
-    def visit(schema: Any) -> None:
-        if isinstance(schema, dict):
-            props = schema.get("properties")
-            dropped: set[str] = set()
-            if isinstance(props, dict):
-                for name, sub in props.items():
-                    if isinstance(sub, dict) and sub.get("type") == "string" and sub.get("default") == "":
-                        del sub["default"]
-                        counts[0] += 1
-                        dropped.add(name)
-            if schema.get("type") == "array" and schema.get("x-kubernetes-list-type") == "map":
-                items = schema.get("items", {})
-                before = _empty_defaults(items)
-                visit(items)
-                for key in schema.get("x-kubernetes-list-map-keys", []):
-                    if key in before and key not in items.get("required", []):
-                        items.setdefault("required", []).append(key)
-                        counts[1] += 1
-                return
-            for value in schema.values():
-                visit(value)
-        elif isinstance(schema, list):
-            for value in schema:
-                visit(value)
-
-    for version in crd["spec"]["versions"]:
-        visit(version.get("schema", {}))
-    return crd, counts[0], counts[1]
-
-
-def _empty_defaults(schema: dict) -> set[str]:
-    return {
-        n
-        for n, s in schema.get("properties", {}).items()
-        if isinstance(s, dict) and s.get("type") == "string" and s.get("default") == ""
-    }
-
-
-def server_minor(api: KubeApi) -> int:
-    """Return the server's minor version; 0 when the binary carries no version stamp (treated as old)."""
-    info = api.request("GET", "/version")
-    digits = "".join(ch for ch in info.get("minor", "") if ch.isdigit())
-    return int(digits) if digits else 0
-
-
 def apply_crds(api: KubeApi, crds: list[dict], timeout: float = 60) -> None:
-    """Create (or replace) the CRDs and wait until each is Established; adapts schemas for servers < 1.22."""
-    old_server = server_minor(api) < 22
+    """Create (or replace) the CRDs and wait until each is Established."""
     path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
     for crd in crds:
         name = crd["metadata"]["name"]
-        if old_server:
-            crd, defaults, keys = adapt_for_server(crd)
-            if defaults or keys:
-                log.warning(
-                    "CRD %s: dropped %d empty-string defaults and made %d list-map keys required "
-                    '(API server < 1.22 refuses default: "")',
-                    name,
-                    defaults,
-                    keys,
-                )
         try:
             api.request("POST", path, body=crd)
         except ApiException as exc:

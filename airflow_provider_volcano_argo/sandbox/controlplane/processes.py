@@ -26,7 +26,7 @@ import yaml
 from airflow_provider_volcano_argo.sandbox.controlplane.pki import Pki
 
 if TYPE_CHECKING:
-    from airflow_provider_volcano_argo.sandbox.controlplane.binaries import ControlPlaneBinaries
+    from collections.abc import Mapping
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ class _Process:
 class ControlPlane:
     """Start with ``start()``; ``admin_kubeconfig`` then points at the running API server as cluster admin."""
 
-    def __init__(self, binaries: ControlPlaneBinaries, workdir: Path | None = None, audit_log: bool = False):
+    def __init__(self, binaries: Mapping[str, Path], workdir: Path | None = None, audit_log: bool = False):
         self.binaries = binaries
         self.dir = Path(workdir or tempfile.mkdtemp(prefix="volcano-argo-sandbox-"))
         self.audit_log = audit_log
@@ -118,7 +118,7 @@ class ControlPlane:
         peer = f"http://127.0.0.1:{self.etcd_peer_port}"
         client = f"http://127.0.0.1:{self.etcd_port}"
         return [
-            str(self.binaries.etcd),
+            str(self.binaries["etcd"]),
             f"--data-dir={self.dir / 'etcd'}",
             f"--listen-client-urls={client}",
             f"--advertise-client-urls={client}",
@@ -131,12 +131,11 @@ class ControlPlane:
 
     def _apiserver_argv(self) -> list[str]:
         argv = [
-            str(self.binaries.kube_apiserver),
+            str(self.binaries["kube-apiserver"]),
             f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
             "--bind-address=127.0.0.1",
             "--advertise-address=127.0.0.1",
             f"--secure-port={self.port}",
-            "--insecure-port=0",
             f"--tls-cert-file={self.serving_cert}",
             f"--tls-private-key-file={self.serving_key}",
             f"--client-ca-file={self.pki.ca_file}",
@@ -165,17 +164,18 @@ class ControlPlane:
 
     def _kcm_argv(self) -> list[str]:
         return [
-            str(self.binaries.kube_controller_manager),
+            str(self.binaries["kube-controller-manager"]),
             f"--kubeconfig={self.admin_kubeconfig}",
             # persistentvolume-binder: claims bind to PersistentVolumes as on a cluster (the kubelet mounts bound ones);
             # job: batch/v1 Jobs run as on a cluster (pkg/controller/job: pods created from the template, the
             # Complete / Failed conditions), their pods bound and run by the emulated kubelet
-            "--controllers=garbagecollector,serviceaccount,serviceaccount-token,namespace,resourcequota,"
-            "persistentvolume-binder,job",
+            # root-ca-cert-publisher: the kube-root-ca.crt ConfigMap of every namespace, which the kube-api-access
+            # volume the ServiceAccount admission plugin adds to every pod mounts
+            "--controllers=garbagecollector,serviceaccount,serviceaccount-token,root-ca-cert-publisher,namespace,"
+            "resourcequota,persistentvolume-binder,job",
             f"--service-account-private-key-file={self.pki.sa_key_file}",
             f"--root-ca-file={self.pki.ca_file}",
             "--leader-elect=false",
-            "--port=0",
             "--secure-port=0",
             "--concurrent-gc-syncs=5",
             "--v=0",

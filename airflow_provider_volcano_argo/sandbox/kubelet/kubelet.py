@@ -334,7 +334,7 @@ class Kubelet:
 
     def evict_pod(self, namespace: str, pod: str) -> None:
         """Evict through the Eviction API (as ``kubectl drain``): the API server deletes the pod."""
-        body = {"apiVersion": "policy/v1beta1", "kind": "Eviction", "metadata": {"name": pod, "namespace": namespace}}
+        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod, "namespace": namespace}}
         self.api.request("POST", f"/api/v1/namespaces/{namespace}/pods/{pod}/eviction", body=body)
 
     def evict_for_pressure(self, namespace: str, pod: str, resource: str = "memory") -> None:

@@ -11,7 +11,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, KubeApi, status_message
+from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import RESOURCES, ApiException, KubeApi, status_message
 from airflow_provider_volcano_argo.sandbox.kubelet.envvars import CreateContainerConfigError, resolve_env
 from airflow_provider_volcano_argo.sandbox.kubelet.volumes import (
     MOUNT_RETRY_MAX,
@@ -66,6 +66,26 @@ class PodSetup:
         if kind in ("configmaps", "secrets"):
             return object_data(obj, kind)
         return obj
+
+    def _token(self, source: dict) -> bytes:
+        """Request the pod's service account token for a projected source, as the node (``TokenRequest``).
+
+        ``token_manager.go: GetServiceAccountToken`` with the source's audience and expiration (default 1 h),
+        bound to the pod (``projected.go: collectData``); the Node authorizer allows it for pods bound to it.
+        """
+        meta = self.pod["metadata"]
+        spec = {"boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}}
+        spec["expirationSeconds"] = int(source.get("expirationSeconds") or 3600)
+        if source.get("audience"):
+            spec["audiences"] = [source["audience"]]
+        path = RESOURCES["serviceaccounts"].path(
+            meta["namespace"], self.pod["spec"].get("serviceAccountName") or "default", "token"
+        )
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
+        try:
+            return self.node_api.request("POST", path, body=body)["status"]["token"].encode()
+        except ApiException as exc:
+            raise ValueError(status_message(exc)) from None
 
     def _text_object(self, kind: str, name: str) -> dict[str, str] | None:
         data = self._object(kind, name)

@@ -68,7 +68,9 @@ def pod_status(runner: PodRunner) -> dict:
             "podIPs": [{"ip": POD_IP}],
             "startTime": runner.start_time,
             "containerStatuses": [container(r) for r in runner.main],
-            "qosClass": "BestEffort",
+            # the API server sets the class at creation and refuses a change; the kubelet reports the pod's own
+            # (pkg/apis/core/helper/qos/qos.go: GetPodQOS reads status.qosClass first)
+            "qosClass": (runner.pod.get("status") or {}).get("qosClass") or "BestEffort",
         }
         if runner.init:
             status["initContainerStatuses"] = [container(r) for r in runner.init]

@@ -67,7 +67,9 @@ class PodRunner(PodSetup):
         self.node_api = node_api or api
         self.record: Recorder = record or (lambda *_: None)
         self.volumes = (
-            PodVolumes(pod, pod_dir, node_root, self._object) if pod_dir is not None and node_root is not None else None
+            PodVolumes(pod, pod_dir, node_root, self._object, self._token)
+            if pod_dir is not None and node_root is not None
+            else None
         )
         self.programs = programs
         self.logs = logs

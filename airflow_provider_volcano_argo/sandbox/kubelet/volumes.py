@@ -16,8 +16,10 @@ own standing for the node's filesystem (``hostPath``). Follows Kubernetes v1.31:
 - ``persistentVolumeClaim``: ``pkg/kubelet/volumemanager/populator/desired_state_of_world_populator.go:
   getPVCExtractPV`` (the claim must exist and be bound); the bound PersistentVolume's ``hostPath`` / ``local``
   path is mounted from the node's root;
-- ``downwardAPI`` and ``projected`` (configMap, secret, downwardAPI sources):
-  ``pkg/volume/downwardapi/downwardapi.go: CollectData``, ``pkg/volume/projected/projected.go: collectData``.
+- ``downwardAPI`` and ``projected`` (configMap, secret, downwardAPI, serviceAccountToken sources):
+  ``pkg/volume/downwardapi/downwardapi.go: CollectData``, ``pkg/volume/projected/projected.go: collectData``; a
+  token is a TokenRequest bound to the pod (``pkg/kubelet/token/token_manager.go: GetServiceAccountToken``), as
+  the ``kube-api-access-*`` volume the ServiceAccount admission plugin adds to every pod needs.
 
 A failure is ``MountVolume.SetUp failed for volume "V" : <error>`` (``operation_generator.go:
 GenerateMountVolumeFunc``, ``GenerateError``), an Event ``FailedMount``; the pod's containers wait
@@ -36,6 +38,7 @@ from pathlib import Path
 from airflow_provider_volcano_argo.sandbox.kubelet.envvars import CreateContainerConfigError, field_value, not_found
 
 Getter = Callable[[str, str], "dict | None"]
+TokenRequester = Callable[[dict], bytes]  # serviceAccountToken source -> the token
 
 MOUNT_RETRY_START, MOUNT_RETRY_MAX = 0.5, 122.0  # exponentialbackoff: initialDurationBeforeRetry, maxDuration...
 
@@ -108,11 +111,12 @@ class PodVolumes:
     persistentvolumeclaims/persistentvolumes (None when absent).
     """
 
-    def __init__(self, pod: dict, pod_dir: Path, node_root: Path, get: Getter):
+    def __init__(self, pod: dict, pod_dir: Path, node_root: Path, get: Getter, token: TokenRequester):
         self.pod = pod
         self.pod_dir = pod_dir
         self.node_root = node_root
         self.get = get
+        self.token = token
         self.mounted: dict[str, Path] = {}
 
     def set_up(self) -> list[MountError]:
@@ -179,6 +183,8 @@ class PodVolumes:
                     )
                 elif "downwardAPI" in source:
                     payload.update(_downward(self.pod, source["downwardAPI"].get("items")))
+                elif "serviceAccountToken" in source:
+                    payload[source["serviceAccountToken"]["path"]] = self.token(source["serviceAccountToken"])
             return self._write("projected", name, payload)
         if "emptyDir" in volume:
             target = self._dir("empty-dir", name)

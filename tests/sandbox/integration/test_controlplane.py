@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from airflow_provider_volcano_argo.sandbox.assembly import CONTROL_PLANE_BUILDS
 from airflow_provider_volcano_argo.sandbox.controlplane import binaries
 from airflow_provider_volcano_argo.sandbox.controlplane.processes import ControlPlane
 from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, KubeApi
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def two_planes():
-    found = binaries.install(progress=lambda _: None)
+    found = binaries.install(CONTROL_PLANE_BUILDS, progress=lambda _: None)
     planes = [ControlPlane(found), ControlPlane(found)]
     try:
         for plane in planes:
@@ -35,7 +36,7 @@ def test_two_control_planes_run_side_by_side(two_planes):
     apis[0].create("configmaps", {"metadata": {"name": "only-here"}, "data": {"a": "1"}}, "default")
     assert apis[0].get_or_none("configmaps", "only-here", "default") is not None
     assert apis[1].get_or_none("configmaps", "only-here", "default") is None
-    assert apis[0].request("GET", "/version")["minor"].startswith("20")
+    assert apis[0].request("GET", "/version")["gitVersion"] == "v1.35.3"
 
 
 def test_rbac_refuses_an_unbound_service_account(two_planes):
@@ -51,17 +52,15 @@ def test_rbac_refuses_an_unbound_service_account(two_planes):
 
 
 def test_service_account_tokens_are_issued(two_planes):
+    # Since Kubernetes 1.24 a token Secret is filled only when one names the account (tokens_controller.go)
     admin = KubeApi.from_kubeconfig(str(two_planes[0].admin_kubeconfig))
     admin.create("serviceaccounts", {"metadata": {"name": "with-token"}}, "default")
-
-    def token_secret():
-        return [
-            s
-            for s in admin.list("secrets", "default")["items"]
-            if s["metadata"].get("annotations", {}).get("kubernetes.io/service-account.name") == "with-token"
-        ]
-
-    assert wait_for(token_secret)[0]["data"]["token"]
+    secret = {
+        "metadata": {"name": "with-token", "annotations": {"kubernetes.io/service-account.name": "with-token"}},
+        "type": "kubernetes.io/service-account-token",
+    }
+    admin.create("secrets", secret, "default")
+    assert wait_for(lambda: (admin.get("secrets", "with-token", "default").get("data") or {}).get("token"))
 
 
 def test_garbage_collector_deletes_dependents(two_planes):
@@ -84,7 +83,7 @@ def test_api_server_restart_keeps_data_and_port(two_planes):
 
 
 def test_stop_leaves_no_process_and_no_files():
-    plane = ControlPlane(binaries.install(progress=lambda _: None))
+    plane = ControlPlane(binaries.install(CONTROL_PLANE_BUILDS, progress=lambda _: None))
     plane.start()
     pids = [p.proc.pid for p in (plane._etcd, plane._apiserver, plane._kcm)]
     plane.stop()

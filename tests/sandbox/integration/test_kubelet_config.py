@@ -12,7 +12,6 @@ import json
 
 import pytest
 
-from airflow_provider_volcano_argo.sandbox.controlplane.crds import server_minor
 from airflow_provider_volcano_argo.sandbox.kubelet.programs import Program
 from tests.integration.helpers import phase_of, pod_log, volcano_job, wait_for
 
@@ -204,10 +203,6 @@ HOSTILE = ["--in", "/data/a b", "$(id)", '--opt="a b"', "{{workflow.name}}", "it
 def test_an_mpi_echo_master_prints_hostile_arguments_verbatim(sandbox, sandbox_namespace):
     ns = sandbox_namespace
     hostile = HOSTILE
-    if sandbox.options.crds == "upstream" and server_minor(sandbox.api) < 22:
-        # Seen on Debian's kube-apiserver 1.20: a "" in the upstream CRD's typed string list is refused as "null"
-        # (422), as that server refuses `default: ""` (crds.adapt_for_server, which 1.22 accepts).
-        hostile = [arg for arg in HOSTILE if arg]
     job = volcano_job("echo", workers=2)
     master = job["spec"]["tasks"][0]["template"]["spec"]["containers"][0]
     master["command"] = [

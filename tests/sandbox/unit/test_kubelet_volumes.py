@@ -12,10 +12,39 @@ def _pod(volumes: list[dict]) -> dict:
     return {"metadata": {"name": "p", "namespace": "team", "uid": "u"}, "spec": {"volumes": volumes}}
 
 
-def _volumes(tmp_path, volumes, objects=None) -> PodVolumes:
+def _volumes(tmp_path, volumes, objects=None, token=lambda source: b"") -> PodVolumes:
     return PodVolumes(
-        _pod(volumes), tmp_path / "pod", tmp_path / "node", lambda kind, name: (objects or {}).get((kind, name))
+        _pod(volumes),
+        tmp_path / "pod",
+        tmp_path / "node",
+        lambda kind, name: (objects or {}).get((kind, name)),
+        token,
     )
+
+
+def test_the_kube_api_access_volume_holds_a_requested_token_the_ca_and_the_namespace(tmp_path):
+    # what the ServiceAccount admission plugin adds to every pod (plugin/pkg/admission/serviceaccount/admission.go)
+    requested = []
+    volume = {
+        "name": "kube-api-access-x",
+        "projected": {
+            "sources": [
+                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"fieldPath": "metadata.namespace"}}]}},
+            ]
+        },
+    }
+    objects = {("configmaps", "kube-root-ca.crt"): {"ca.crt": b"CA"}}
+    volumes = _volumes(tmp_path, [volume], objects, lambda source: requested.append(source) or b"tok")
+    assert volumes.set_up() == []
+    mounted = volumes.mounted["kube-api-access-x"]
+    assert {p.name: p.read_bytes() for p in mounted.iterdir()} == {
+        "token": b"tok",
+        "ca.crt": b"CA",
+        "namespace": b"team",
+    }
+    assert requested == [{"expirationSeconds": 3607, "path": "token"}]
 
 
 def test_missing_objects_and_keys_fail_with_the_plugins_text_until_they_appear(tmp_path):
