@@ -125,6 +125,7 @@ def go_output_name(package: str) -> str:
 
 
 def load_build(folder: Path) -> Build:
+    """Read the wrapper module in ``folder``."""
     module, version, tools = parse_go_mod((folder / "go.mod").read_text())
     return Build(folder, module, version, {binary_name(p): p for p in tools})
 
@@ -135,7 +136,7 @@ def builds(names: Iterable[str] | None = None) -> list[Build]:
         order = list(dict.fromkeys(n for profile in PROFILES.values() for n in profile))
         names = sorted(
             (p.name for p in BUILDS_DIR.iterdir() if p.is_dir()),
-            key=lambda n: (n not in order, order.index(n) if n in order else 0, n),
+            key=lambda n: (order.index(n) if n in order else len(order), n),
         )
     folders = [BUILDS_DIR / n for n in names]
     missing = [f.name for f in folders if not (f / "go.mod").is_file()]
@@ -166,6 +167,7 @@ def prebuilt(name: str) -> Path | None:
 
 
 def cached(build: Build, name: str) -> Path:
+    """Return where the cache keeps binary ``name`` of ``build``."""
     return cache_dir() / "bin" / build.cache_key() / name
 
 
