@@ -1,4 +1,4 @@
-"""A real Kubernetes control plane on 127.0.0.1: etcd, kube-apiserver (token auth, RBAC) and kube-controller-manager.
+"""A real Kubernetes control plane on 127.0.0.1: etcd, kube-apiserver, kube-controller-manager, kube-scheduler.
 
 Every port is free-picked and every file lives in one temporary directory, so several control planes can run at
 once; ``stop()`` kills the processes and removes the directory.
@@ -109,6 +109,7 @@ class ControlPlane:
         self._etcd = _Process("etcd", self._etcd_argv(), self.dir / "etcd.log")
         self._apiserver = _Process("kube-apiserver", self._apiserver_argv(), self.dir / "kube-apiserver.log")
         self._kcm = _Process("kube-controller-manager", self._kcm_argv(), self.dir / "kube-controller-manager.log")
+        self._scheduler = _Process("kube-scheduler", self._scheduler_argv(), self.dir / "kube-scheduler.log")
 
     @property
     def audit_log_file(self) -> Path:
@@ -181,6 +182,17 @@ class ControlPlane:
             "--v=0",
         ]
 
+    def _scheduler_argv(self) -> list[str]:
+        # binds every pod of the default profile (Argo's step pods, batch/v1 Jobs' pods); Volcano's own scheduler
+        # binds the pods that name it
+        return [
+            str(self.binaries["kube-scheduler"]),
+            f"--kubeconfig={self.admin_kubeconfig}",
+            "--leader-elect=false",
+            "--secure-port=0",
+            "--v=0",
+        ]
+
     def write_kubeconfig(self, name: str, token: str, namespace: str = "default") -> Path:
         """Write a kubeconfig for ``token`` against this API server, with the CA referenced by path."""
         data = {
@@ -234,6 +246,7 @@ class ControlPlane:
             self._wait(self._etcd, self._etcd_ready, timeout)
             self.start_apiserver(timeout)
             self._kcm.start()
+            self._scheduler.start()
         except BaseException:
             self.stop()
             raise
@@ -252,10 +265,10 @@ class ControlPlane:
         self.start_apiserver()
 
     def processes_alive(self) -> dict[str, bool]:
-        return {p.name: p.alive() for p in (self._etcd, self._apiserver, self._kcm)}
+        return {p.name: p.alive() for p in (self._etcd, self._apiserver, self._kcm, self._scheduler)}
 
     def stop(self, keep_dir: bool = False) -> None:
-        for process in (self._kcm, self._apiserver, self._etcd):
+        for process in (self._scheduler, self._kcm, self._apiserver, self._etcd):
             process.stop()
         if not keep_dir:
             shutil.rmtree(self.dir, ignore_errors=True)

@@ -1,9 +1,9 @@
 """The emulated kubelet.
 
-Nodes with capacity, a default scheduler for non-Volcano pods, pod lifecycle, container logs behind the HTTPS
-endpoint the API server proxies for ``pods/log``, and fault injection. Follows the kubelet (``pkg/kubelet``: node
-status, pod workers, graceful deletion) and kube-scheduler's binding (``pods/binding``) in what the provider can
-observe through the API.
+Nodes with capacity, pod lifecycle, container logs behind the HTTPS endpoint the API server proxies for
+``pods/log``, and fault injection. Follows the kubelet (``pkg/kubelet``: node status, pod workers, graceful
+deletion) in what the provider can observe through the API. It binds nothing: the real kube-scheduler binds the
+pods of its profile, Volcano's scheduler its own.
 """
 
 from __future__ import annotations
@@ -13,13 +13,12 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_volcano_argo.sandbox.emulation.cluster import Cluster, bind_pod, now_rfc3339
+from airflow_provider_volcano_argo.sandbox.emulation.cluster import Cluster, now_rfc3339
 from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException
 from airflow_provider_volcano_argo.sandbox.kubelet.logstore import CONTAINER_LOG_MAX_SIZE, LogServer, LogStore
 from airflow_provider_volcano_argo.sandbox.kubelet.pods import PodRunner, grace_seconds
 from airflow_provider_volcano_argo.sandbox.kubelet.programs import ProgramRegistry
-from airflow_provider_volcano_argo.sandbox.kubelet.resources import fits, node_capacity, pod_requests
-from airflow_provider_volcano_argo.sandbox.volcano.placement import fits as placement_fits
+from airflow_provider_volcano_argo.sandbox.kubelet.resources import node_capacity
 
 if TYPE_CHECKING:
     from airflow_provider_volcano_argo.sandbox.controlplane.pki import Pki
@@ -83,7 +82,6 @@ class Kubelet:
         for spec in self.nodes.values():
             self._register(spec)
         self.pods = self.cluster.informer("pods")
-        self.node_objects = self.cluster.informer("nodes")  # labels and taints as the API has them now
         self.pods.subscribe(lambda *_: self.wake.set())
         self.thread.start()
 
@@ -122,7 +120,7 @@ class Kubelet:
             "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}, {"type": "Hostname", "address": spec.name}],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": self.server.port}},
             "nodeInfo": {
-                "kubeletVersion": "v1.20.2-emulated",
+                "kubeletVersion": "v1.35.3-emulated",
                 "operatingSystem": "linux",
                 "architecture": "amd64",
                 "containerRuntimeVersion": "emulated://1",
@@ -169,10 +167,6 @@ class Kubelet:
             key = (meta["namespace"], meta["name"])
             node = spec.get("nodeName")
             if not node:
-                # kube-scheduler binds only the pods of its profile (eventhandlers.go: responsibleForPod); Volcano's
-                # are its own scheduler's, and a pod naming a scheduler that does not run stays Pending
-                if spec.get("schedulerName", "default-scheduler") == "default-scheduler":
-                    self._schedule(pod, pods)
                 continue
             if node not in self.nodes:
                 continue
@@ -238,25 +232,6 @@ class Kubelet:
             log.debug("finalizing %s: %s", meta["name"], exc)
         finally:
             self.terminating.discard(meta["uid"])
-
-    def _schedule(self, pod: dict, pods: list[dict]) -> None:
-        """Bind a non-Volcano pod as kube-scheduler would: to the first node it accepts that has room.
-
-        "Accepts": its node selector / affinity and tolerations (the ``nodeaffinity`` and ``tainttoleration``
-        filters, as ``volcano/placement.py`` applies them).
-        """
-        for name, spec in self.nodes.items():
-            if placement_fits(pod, self.node_objects.get("", name) or node_object(spec)) is not None:
-                continue
-            bound = [
-                p
-                for p in pods
-                if p["spec"].get("nodeName") == name
-                and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-            ]
-            if fits(pod_requests(pod), node_capacity(spec), [pod_requests(p) for p in bound]):
-                bind_pod(self.api, pod, name)
-                return
 
     # -- the node's filesystem and events -----------------------------------------------------------------
     def node_root(self, node: str) -> Path:

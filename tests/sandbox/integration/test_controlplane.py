@@ -85,9 +85,14 @@ def test_api_server_restart_keeps_data_and_port(two_planes):
 def test_stop_leaves_no_process_and_no_files():
     plane = ControlPlane(binaries.install(CONTROL_PLANE_BUILDS, progress=lambda _: None))
     plane.start()
-    pids = [p.proc.pid for p in (plane._etcd, plane._apiserver, plane._kcm)]
+    pids = [p.proc.pid for p in (plane._etcd, plane._apiserver, plane._kcm, plane._scheduler)]
     plane.stop()
-    assert plane.processes_alive() == {"etcd": False, "kube-apiserver": False, "kube-controller-manager": False}
+    assert plane.processes_alive() == {
+        "etcd": False,
+        "kube-apiserver": False,
+        "kube-controller-manager": False,
+        "kube-scheduler": False,
+    }
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)

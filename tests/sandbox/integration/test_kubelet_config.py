@@ -51,6 +51,22 @@ def test_a_pod_naming_a_scheduler_that_does_not_run_is_never_bound(sandbox, sand
     assert "nodeName" not in theirs["spec"] and theirs["status"]["phase"] == "Pending"
 
 
+def test_kube_scheduler_binds_a_default_pod_and_says_why_it_cannot_place_another(sandbox, sandbox_namespace):
+    """The real kube-scheduler binds the default profile's pods (its ``Scheduled`` event) and refuses one that no
+    node accepts with its ``FailedScheduling`` text; the kubelet binds nothing itself.
+    """
+    ns = sandbox_namespace
+    echo = {"command": ["/bin/sh", "-c", "echo hi"]}
+    sandbox.api.create("pods", _pod("placed", echo), ns)
+    sandbox.api.create("pods", _pod("nowhere", echo, nodeSelector={"disk": "none-has-it"}), ns)
+    wait_for(lambda: phase_of(sandbox.api, "pods", "placed", ns) == "Succeeded", 30, what="the placed one ran")
+    scheduled = _events(sandbox, ns, "placed", "Scheduled")
+    assert scheduled and scheduled[0]["message"].startswith(f"Successfully assigned {ns}/placed to sandbox-node-0")
+    refused = wait_for(lambda: _events(sandbox, ns, "nowhere", "FailedScheduling"), 30, what="FailedScheduling")
+    assert "didn't match Pod's node affinity/selector" in refused[0]["message"]
+    assert "nodeName" not in sandbox.api.get("pods", "nowhere", ns)["spec"]
+
+
 def test_env_from_a_secret_not_created_yet_waits_then_the_program_sees_its_value(sandbox, sandbox_namespace):
     ns = sandbox_namespace
     container = {
