@@ -277,15 +277,10 @@ class Sandbox:
                     raise
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            secrets = self.api.list("secrets", namespace).get("items", [])
-            for secret in secrets:
-                annotations = secret["metadata"].get("annotations", {})
-                if (
-                    secret.get("type") == "kubernetes.io/service-account-token"
-                    and annotations.get("kubernetes.io/service-account.name") == name
-                    and secret.get("data", {}).get("token")
-                ):
-                    return base64.b64decode(secret["data"]["token"]).decode()
+            secret = self.api.get_or_none("secrets", f"{name}-token", namespace) or {}
+            token = (secret.get("data") or {}).get("token")
+            if token:
+                return base64.b64decode(token).decode()
             time.sleep(0.2)
         raise TimeoutError(f"no token for service account {namespace}/{name} after {timeout:.0f} s")
 

@@ -169,7 +169,7 @@ class ControlPlane:
             f"--kubeconfig={self.admin_kubeconfig}",
             # persistentvolume-binder: claims bind to PersistentVolumes as on a cluster (the kubelet mounts bound ones);
             # job: batch/v1 Jobs run as on a cluster (pkg/controller/job: pods created from the template, the
-            # Complete / Failed conditions), their pods bound and run by the emulated kubelet
+            # Complete / Failed conditions), their pods bound by kube-scheduler and run by the emulated kubelet
             # root-ca-cert-publisher: the kube-root-ca.crt ConfigMap of every namespace, which the kube-api-access
             # volume the ServiceAccount admission plugin adds to every pod mounts
             "--controllers=garbagecollector,serviceaccount,serviceaccount-token,root-ca-cert-publisher,namespace,"

@@ -160,15 +160,12 @@ class Kubelet:
                 log.debug("kubelet sync: %s", exc)
 
     def _sync(self) -> None:
-        pods = self.pods.items()
         present = set()
-        for pod in pods:
+        for pod in self.pods.items():
             meta, spec = pod["metadata"], pod["spec"]
             key = (meta["namespace"], meta["name"])
             node = spec.get("nodeName")
-            if not node:
-                continue
-            if node not in self.nodes:
+            if node not in self.nodes:  # unbound, or another node's
                 continue
             present.add(key)
             with self.lock:
