@@ -100,6 +100,9 @@ class SandboxOptions:
     container_log_max_size: int | None = 10 * 1024 * 1024  # the kubelet's containerLogMaxSize; None: no rotation
     container_creating_seconds: float = 0.0  # image pull / ContainerCreating time of every pod (not scaled)
     volcano_counts_retained_pods: bool = False  # Volcano <= v1.10's counts of a finished Job (default: v1.11+)
+    # "emulated": the sandbox's own Argo and Volcano; "upstream": the released ones of ``profile``
+    components: str = "emulated"
+    profile: str = "newest"  # a key of binaries.PROFILES
 
 
 class Sandbox:
@@ -123,17 +126,25 @@ class Sandbox:
     def __exit__(self, *exc) -> None:
         self.stop()
 
+    @property
+    def upstream(self) -> bool:
+        return self.options.components == "upstream"
+
     def start(self) -> Sandbox:
         started = time.monotonic()
-        found = binaries_module.install(CONTROL_PLANE_BUILDS, progress=log.info)
-        self.control_plane = ControlPlane(found, audit_log=self.options.audit_log)
+        names = binaries_module.PROFILES[self.options.profile] if self.upstream else CONTROL_PLANE_BUILDS
+        self.binaries = binaries_module.install(names, progress=log.info)
+        self.control_plane = ControlPlane(self.binaries, audit_log=self.options.audit_log)
         self.control_plane.start()
         try:
             self.api = KubeApi.from_kubeconfig(str(self.control_plane.admin_kubeconfig))
-            crds = upstream_crds(self.options.upstream_dir) if self.options.crds == "upstream" else sandbox_crds()
-            apply_crds(self.api, crds)
             self.cluster = Cluster(self.api)
-            self._start_emulators()
+            if self.upstream:
+                self._start_upstream(names)
+            else:
+                crds = upstream_crds(self.options.upstream_dir) if self.options.crds == "upstream" else sandbox_crds()
+                apply_crds(self.api, crds)
+                self._start_emulators()
             self._bootstrap()
         except BaseException:
             self.stop()
@@ -141,15 +152,32 @@ class Sandbox:
         log.info("sandbox ready at %s in %.1f s", self.server, time.monotonic() - started)
         return self
 
-    def _start_emulators(self) -> None:
-        from airflow_provider_volcano_argo.sandbox.argo.controller import WorkflowController
-        from airflow_provider_volcano_argo.sandbox.kubelet import Kubelet
-        from airflow_provider_volcano_argo.sandbox.volcano.controller import VolcanoJobController
-        from airflow_provider_volcano_argo.sandbox.volcano.garbagecollector import VolcanoJobGarbageCollector
-        from airflow_provider_volcano_argo.sandbox.volcano.scheduler import VolcanoScheduler
+    def _start_upstream(self, names: tuple[str, ...]) -> None:
+        """Start the kubelet, then Volcano and Argo from their modules' install manifests (``sandbox/upstream/``)."""
+        from airflow_provider_volcano_argo.sandbox.upstream.argo import Argo
+        from airflow_provider_volcano_argo.sandbox.upstream.volcano import Volcano
 
         assert self.cluster and self.control_plane
-        self.kubelet = Kubelet(
+        builds = {b.module: b for b in binaries_module.builds(names)}
+        self.kubelet = self._kubelet({"argoexec": self.binaries["argoexec"]})
+        self.kubelet.start()
+        self.components = [self.kubelet]
+        volcano_build = builds["volcano.sh/volcano"]
+        argo_build = next(b for m, b in builds.items() if m.startswith("github.com/argoproj/argo-workflows"))
+        self.volcano = Volcano(volcano_build, self.binaries, self.control_plane, self.api)
+        self.components.append(self.volcano)
+        self.volcano.start(self._kubeconfig_for)
+        interval = 5.0 * self.options.time_scale if self.options.time_scale < 1 else None
+        self.argo = Argo(argo_build, self.binaries, self.control_plane, self.api, resource_interval=interval)
+        self.components.append(self.argo)
+        self.argo.start(self._kubeconfig_for)
+
+    def _kubelet(self, executables: dict[str, Path]):
+        """Return the emulated kubelet of the options' nodes, running ``executables`` as real processes."""
+        from airflow_provider_volcano_argo.sandbox.kubelet import Kubelet
+
+        assert self.cluster and self.control_plane
+        return Kubelet(
             self.cluster,
             nodes=self.options.nodes,
             pki=self.control_plane.pki,
@@ -157,7 +185,23 @@ class Sandbox:
             time_scale=self.options.time_scale,
             container_log_max_size=self.options.container_log_max_size,
             container_creating_seconds=self.options.container_creating_seconds,
+            executables=executables,
         )
+
+    def _kubeconfig_for(self, namespace: str, service_account: str) -> Path:
+        """Write a kubeconfig with a token of ``namespace/service_account`` (an upstream component's identity)."""
+        assert self.control_plane
+        token = self.service_account_token(namespace, service_account)
+        return self.control_plane.write_kubeconfig(f"{namespace}-{service_account}", token, namespace)
+
+    def _start_emulators(self) -> None:
+        from airflow_provider_volcano_argo.sandbox.argo.controller import WorkflowController
+        from airflow_provider_volcano_argo.sandbox.volcano.controller import VolcanoJobController
+        from airflow_provider_volcano_argo.sandbox.volcano.garbagecollector import VolcanoJobGarbageCollector
+        from airflow_provider_volcano_argo.sandbox.volcano.scheduler import VolcanoScheduler
+
+        assert self.cluster and self.control_plane
+        self.kubelet = self._kubelet({})
         self.components = [
             self.kubelet,
             VolcanoScheduler(self.cluster, time_scale=self.options.time_scale),
@@ -174,6 +218,9 @@ class Sandbox:
 
     def _bootstrap(self) -> None:
         """Create what Argo's quick start and Volcano's installer leave behind, plus the Airflow identity."""
+        if self.upstream:  # they did it themselves
+            self._bind_airflow_identity()
+            return
         self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "argo"}})
         self.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "argo", "namespace": "argo"}})
         self.apply(
@@ -185,6 +232,10 @@ class Sandbox:
             }
         )
         self.api.patch("queues", "default", {"status": {"state": "Open"}}, subresource="status")
+        self._bind_airflow_identity()
+
+    def _bind_airflow_identity(self) -> None:
+        assert self.control_plane
         self.set_airflow_rules(self._airflow_rules)
         self.airflow_token = self.service_account_token(AIRFLOW_NAMESPACE, AIRFLOW_SERVICE_ACCOUNT)
         self.airflow_kubeconfig = self.control_plane.write_kubeconfig("airflow", self.airflow_token, AIRFLOW_NAMESPACE)
@@ -232,6 +283,11 @@ class Sandbox:
         No ``argo`` service account: Argo's quick start creates it in namespace ``argo`` only.
         """
         self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        if self.upstream:  # what its Workflows' pods need to report results (the quick start's namespaced RBAC)
+            from airflow_provider_volcano_argo.sandbox.upstream.install import server_side_apply
+
+            for doc in self.argo.namespace_rbac():
+                server_side_apply(self.api, doc, name)
         if airflow_access:
             self._bind_airflow(name, self._airflow_rules)
         return name

@@ -15,6 +15,7 @@ Order of preference for each binary:
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -27,6 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+#: a wrapper's list of the upstream tree's symlinks (module zips keep none: cmd/go's modzip skips them)
+SYMLINKS_FILE = "symlinks"
 BUILDS_DIR = Path(__file__).resolve().parent.parent / "builds"
 GO_FALLBACK = Path("/usr/local/go/bin/go")
 #: binaries taken from $KUBEBUILDER_ASSETS when it has them (envtest ships these two, and kubectl)
@@ -87,9 +90,26 @@ class Build:
 
     def cache_key(self) -> str:
         digest = hashlib.sha256()
-        for file in ("go.mod", "go.sum"):
-            digest.update((self.folder / file).read_bytes())
+        for file in ("go.mod", "go.sum", SYMLINKS_FILE):
+            if (self.folder / file).is_file():
+                digest.update((self.folder / file).read_bytes())
         return f"{self.name}-{digest.hexdigest()[:12]}"
+
+    def symlinks(self) -> dict[str, str]:
+        """Return the module's symlinks its zip dropped (path -> target, module-relative), from ``symlinks``."""
+        file = self.folder / SYMLINKS_FILE
+        return parse_symlinks(file.read_text()) if file.is_file() else {}
+
+
+def parse_symlinks(text: str) -> dict[str, str]:
+    """Return the ``PATH -> TARGET`` lines as path -> target (module-relative path, target as the link reads)."""
+    links = {}
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            path, target = (part.strip() for part in line.split("->"))
+            links[path] = target
+    return links
 
 
 def parse_go_mod(text: str) -> tuple[str, str, list[str]]:
@@ -206,6 +226,8 @@ def build(target: Build, progress: Progress = _stderr) -> float:
     cmd = [_go(), "build", "-trimpath", "-ldflags", target.ldflags(), "-o", f"{staging}/", *missing.values()]
     progress(f"building {', '.join(missing)} from {target.module}@{target.version}")
     env = {**os.environ, "GOFLAGS": "-mod=readonly", "CGO_ENABLED": "0"}
+    if target.symlinks():
+        cmd[2:2] = [f"-modfile={_with_symlinks(target, staging, env)}"]
     with tempfile.TemporaryFile("w+") as log:
         proc = subprocess.Popen(cmd, cwd=target.folder, stdout=log, stderr=subprocess.STDOUT, text=True, env=env)
         while True:
@@ -226,6 +248,44 @@ def build(target: Build, progress: Progress = _stderr) -> float:
     seconds = time.monotonic() - started
     progress(f"built {target.name} in {seconds:.0f} s into {out}")
     return seconds
+
+
+def module_dir(target: Build, env: dict[str, str] | None = None) -> Path:
+    """Return where the Go module cache holds ``target``'s upstream module (downloaded first if need be).
+
+    Upstream's install manifests come from there too, so a clone without a copy of them has them after a build.
+    """
+    downloaded = subprocess.run(
+        [_go(), "mod", "download", "-json", f"{target.module}@{target.version}"],
+        cwd=target.folder,
+        env=env or {**os.environ, "GOFLAGS": "-mod=readonly"},
+        capture_output=True,
+        text=True,
+    )
+    if downloaded.returncode != 0:
+        raise BinariesUnavailable(f"downloading {target.module}@{target.version} failed: {downloaded.stderr.strip()}")
+    return Path(json.loads(downloaded.stdout)["Dir"])
+
+
+def _with_symlinks(target: Build, staging: Path, env: dict[str, str]) -> Path:
+    """Copy ``target``'s module with its dropped symlinks put back; return a go.mod that builds from the copy.
+
+    ``go build -overlay`` may not touch the module cache, so the copy (kept in the cache, per version) stands in
+    for the module through a ``replace`` in a go.mod of the build's own (``-modfile``), beside the wrapper's go.sum.
+    """
+    source = cache_dir() / "src" / f"{target.module.replace('/', '+')}@{target.version}"
+    if not source.is_dir():
+        partial = Path(tempfile.mkdtemp(prefix=".copy-", dir=staging))
+        shutil.copytree(module_dir(target, env), partial / "m", symlinks=True)
+        for path, link in target.symlinks().items():
+            (partial / "m" / path).symlink_to(link)
+        source.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(partial / "m", source)
+    modfile = staging / "go.mod"
+    text = (target.folder / "go.mod").read_text()
+    modfile.write_text(f"{text}\nreplace {target.module} => {source}\n")
+    shutil.copy(target.folder / "go.sum", staging / "go.sum")
+    return modfile
 
 
 def install(names: Iterable[str] | None = None, progress: Progress = _stderr, parallel: int = 2) -> dict[str, Path]:

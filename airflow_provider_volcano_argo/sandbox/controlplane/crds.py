@@ -193,9 +193,14 @@ def apply_crds(api: KubeApi, crds: list[dict], timeout: float = 60) -> None:
             current = api.request("GET", f"{path}/{name}")
             crd = {**crd, "metadata": {**crd["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}}
             api.request("PUT", f"{path}/{name}", body=crd)
+    wait_established(api, [crd["metadata"]["name"] for crd in crds], timeout)
+
+
+def wait_established(api: KubeApi, names: list[str], timeout: float = 120) -> None:
+    """Wait until each CRD named is Established (served)."""
+    path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
     deadline = time.monotonic() + timeout
-    for crd in crds:
-        name = crd["metadata"]["name"]
+    for name in names:
         while True:
             # a CRD just created or replaced may carry "status": {"conditions": null} until the controller sets it
             conditions = (api.request("GET", f"{path}/{name}").get("status") or {}).get("conditions") or []

@@ -54,9 +54,11 @@ def _die_with_parent() -> None:
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
-class _Process:
-    def __init__(self, name: str, argv: list[str], logfile: Path):
-        self.name, self.argv, self.logfile = name, argv, logfile
+class Process:
+    """One upstream binary, its output in ``logfile``; ``env`` is added to this process's environment."""
+
+    def __init__(self, name: str, argv: list[str], logfile: Path, env: Mapping[str, str] | None = None):
+        self.name, self.argv, self.logfile, self.env = name, argv, logfile, dict(env or {})
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
@@ -66,6 +68,7 @@ class _Process:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
+                env={**os.environ, **self.env},
                 start_new_session=True,
                 preexec_fn=_die_with_parent if sys.platform == "linux" else None,
             )
@@ -106,10 +109,10 @@ class ControlPlane:
         self.serving_cert, self.serving_key = self.pki.serving("kube-apiserver")
         (self.dir / "tokens.csv").write_text(f'{self.admin_token},{ADMIN_USER},{ADMIN_USER},"system:masters"\n')
         self.admin_kubeconfig = self.write_kubeconfig("admin", self.admin_token)
-        self._etcd = _Process("etcd", self._etcd_argv(), self.dir / "etcd.log")
-        self._apiserver = _Process("kube-apiserver", self._apiserver_argv(), self.dir / "kube-apiserver.log")
-        self._kcm = _Process("kube-controller-manager", self._kcm_argv(), self.dir / "kube-controller-manager.log")
-        self._scheduler = _Process("kube-scheduler", self._scheduler_argv(), self.dir / "kube-scheduler.log")
+        self._etcd = Process("etcd", self._etcd_argv(), self.dir / "etcd.log")
+        self._apiserver = Process("kube-apiserver", self._apiserver_argv(), self.dir / "kube-apiserver.log")
+        self._kcm = Process("kube-controller-manager", self._kcm_argv(), self.dir / "kube-controller-manager.log")
+        self._scheduler = Process("kube-scheduler", self._scheduler_argv(), self.dir / "kube-scheduler.log")
 
     @property
     def audit_log_file(self) -> Path:
@@ -230,7 +233,7 @@ class ControlPlane:
         except OSError:
             return False
 
-    def _wait(self, process: _Process, ready, timeout: float) -> None:
+    def _wait(self, process: Process, ready, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not process.alive():

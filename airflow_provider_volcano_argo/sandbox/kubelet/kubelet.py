@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +54,7 @@ class Kubelet:
         time_scale: float = 1.0,
         container_log_max_size: int | None = CONTAINER_LOG_MAX_SIZE,
         container_creating_seconds: float = 0.0,
+        executables: Mapping[str, Path] | None = None,
     ):
         self.cluster = cluster
         self.api = cluster.api
@@ -61,7 +63,7 @@ class Kubelet:
         # how long a bound pod stays Pending before its first container starts (image pull, volume mounts):
         # seconds, not scaled; may be changed while the sandbox runs
         self.container_creating_seconds = container_creating_seconds
-        self.programs = ProgramRegistry()
+        self.programs = ProgramRegistry(executables, self.api.api_client.configuration.host)
         self.workdir = workdir
         # each node reads Secrets/ConfigMaps/claims as itself: the API server's Node authorizer lets a node read
         # only what the pods bound to it reference (plugin/pkg/auth/authorizer/node/node_authorizer.go)

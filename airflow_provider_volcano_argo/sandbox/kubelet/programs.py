@@ -12,8 +12,9 @@ from __future__ import annotations
 import fnmatch
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import ApiException, KubeApi
@@ -39,6 +40,7 @@ class ContainerContext:
     # dropped by the kernel (kernel/signal.c: sig_task_ignored, SIGNAL_UNKILLABLE), so a shell left as PID 1
     # ignores it and the kubelet's grace period runs out; programs set it when they install a handler or are exec'ed
     handles_sigterm: bool = False
+    forwards_sigterm: bool = False  # PID 1 passes SIGTERM on to the program, not PID 1 itself (argoexec emissary)
     killed: bool = False
     exited: threading.Event = field(default_factory=threading.Event)
     environment: dict[str, str] | None = None  # resolved by the kubelet before the container started
@@ -46,7 +48,7 @@ class ContainerContext:
 
     def sigterm(self) -> None:
         """Deliver SIGTERM to PID 1 (containerd's StopContainer): it stops the program only if it handles it."""
-        if self.handles_sigterm:
+        if self.handles_sigterm or self.forwards_sigterm:
             self.stopped.set()
 
     def sigkill(self) -> None:
@@ -115,16 +117,8 @@ class ContainerContext:
         host = self._host_file(path)
         if host is None or self.volumes is None:
             return False
-        volumes_dir = self.volumes.pod_dir / "volumes"
-        read_only = any(
-            host.is_relative_to(volumes_dir / f"kubernetes.io~{p}")
-            for p in ("configmap", "secret", "downward-api", "projected")
-        )
-        mount = next(
-            (m for m in self.container.get("volumeMounts") or [] if path.startswith(m["mountPath"].rstrip("/") + "/")),
-            {},
-        )
-        if read_only or mount.get("readOnly"):
+        mount = self.volumes.mount_of(self.container, path)
+        if mount is None or self.volumes.read_only(mount):
             return False
         host.parent.mkdir(parents=True, exist_ok=True)
         host.write_text(text)
@@ -207,9 +201,11 @@ class ProgramRegistry:
     Argo's ``argoexec`` pods (resource steps) match only rules whose image pattern is not ``*``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, executables: Mapping[str, Path] | None = None, server: str = "") -> None:
         self._rules: list[_Rule] = []
         self._lock = threading.Lock()
+        # upstream binaries that run as real processes (``kubelet/process.py``) in the images named after them
+        self.executables, self.server = dict(executables or {}), server
 
     def script(
         self, program: Program, namespace: str = "*", pod: str = "*", container: str = "*", image: str = "*"
@@ -222,6 +218,11 @@ class ProgramRegistry:
             self._rules.clear()
 
     def resolve(self, pod: dict, container: dict) -> Program:
+        from airflow_provider_volcano_argo.sandbox.argo.emissary import EmissaryProgram, inner_command
+
+        inner = inner_command([str(w) for w in (container.get("command") or []) + (container.get("args") or [])])
+        if inner is not None:
+            return EmissaryProgram(self.resolve(pod, {**container, "command": inner, "args": []}))
         meta = pod["metadata"]
         with self._lock:
             rules = list(reversed(self._rules))
@@ -239,11 +240,20 @@ class ProgramRegistry:
                 )
             ):
                 return rule.program
-        return default_program(container.get("image", ""))
+        return self.default_program(container.get("image", ""))
+
+    def default_program(self, image: str) -> Program:
+        """Return the image's default behaviour: an upstream binary the image is named after, else emulated."""
+        from airflow_provider_volcano_argo.sandbox.kubelet.process import HostProcess
+
+        name = image.split("@")[0].split(":")[0].rsplit("/", 1)[-1]
+        if name in self.executables:
+            return HostProcess(self.executables[name], self.server)
+        return default_program(image)
 
 
 def default_program(image: str) -> Program:
-    """Return the image's default behaviour."""
+    """Return the image's emulated behaviour."""
     from airflow_provider_volcano_argo.sandbox.kubelet.kubectl import KubectlProgram
     from airflow_provider_volcano_argo.sandbox.kubelet.shell import ShellProgram
 

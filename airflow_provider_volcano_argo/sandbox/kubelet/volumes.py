@@ -40,6 +40,7 @@ from airflow_provider_volcano_argo.sandbox.kubelet.envvars import CreateContaine
 Getter = Callable[[str, str], "dict | None"]
 TokenRequester = Callable[[dict], bytes]  # serviceAccountToken source -> the token
 
+READ_ONLY_PLUGINS = ("configmap", "secret", "downward-api", "projected")
 MOUNT_RETRY_START, MOUNT_RETRY_MAX = 0.5, 122.0  # exponentialbackoff: initialDurationBeforeRetry, maxDuration...
 
 
@@ -239,23 +240,41 @@ class PodVolumes:
             raise ValueError(f"volume {volume_name}: only hostPath and local PersistentVolumes are emulated")
         return self._host_path(source.get("path", ""), (spec.get("hostPath") or {}).get("type") or "")
 
-    def host_path(self, container: dict, path: str) -> Path | None:
-        """Return the node file behind ``path`` in ``container`` (its mounts, deepest first, ``subPath`` applied)."""
+    @staticmethod
+    def mount_of(container: dict, path: str) -> dict | None:
+        """Return the mount of ``container`` that holds ``path`` (the deepest), None if none does."""
         mounts = sorted(
             container.get("volumeMounts") or [], key=lambda m: len(m["mountPath"].rstrip("/")), reverse=True
         )
         for mount in mounts:
             root = mount["mountPath"].rstrip("/") or "/"
-            if path != root and not path.startswith(root.rstrip("/") + "/"):
-                continue
-            base = self.mounted.get(mount["name"])
-            if base is None:
-                return None
-            if mount.get("subPath"):
-                base = base / mount["subPath"]
-            rest = path[len(root) :].lstrip("/")
-            return base / rest if rest else base
+            if path == root or path.startswith(root.rstrip("/") + "/"):
+                return mount
         return None
+
+    def host_path(self, container: dict, path: str) -> Path | None:
+        """Return the node file behind ``path`` in ``container`` (its mounts, deepest first, ``subPath`` applied)."""
+        mount = self.mount_of(container, path)
+        base = self.mounted.get(mount["name"]) if mount else None
+        if mount is None or base is None:
+            return None
+        if mount.get("subPath"):
+            base = base / mount["subPath"]
+        rest = path[len(mount["mountPath"].rstrip("/")) :].lstrip("/")
+        return base / rest if rest else base
+
+    def read_only(self, mount: dict) -> bool:
+        """Tell whether ``mount`` is read-only: asked so, or of a plugin that mounts read-only.
+
+        ConfigMap, Secret, downwardAPI and projected volumes are (``pkg/volume``: their ``GetAttributes`` ReadOnly).
+        """
+        if mount.get("readOnly"):
+            return True
+        base = self.mounted.get(mount["name"])
+        volumes_dir = self.pod_dir / "volumes"
+        return base is not None and any(
+            base.is_relative_to(volumes_dir / f"kubernetes.io~{p}") for p in READ_ONLY_PLUGINS
+        )
 
     def tear_down(self) -> None:
         """Remove the pod's directory (its emptyDirs and copies of ConfigMaps/Secrets); the node's files stay."""

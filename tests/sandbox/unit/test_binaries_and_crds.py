@@ -31,7 +31,14 @@ def test_each_wrapper_names_its_upstream_module_release_and_commands():
         "v1.14.1",
         ["vc-controller-manager", "vc-scheduler", "vc-webhook-manager"],
     )
-    assert found["argo-v4.0.5"] == ("github.com/argoproj/argo-workflows/v4", "v4.0.5", ["workflow-controller"])
+    assert found["argo-v4.0.5"] == (
+        "github.com/argoproj/argo-workflows/v4",
+        "v4.0.5",
+        ["argoexec", "workflow-controller"],
+    )
+    assert binaries.load_build(binaries.BUILDS_DIR / "argo-v4.0.5").symlinks() == {
+        "workflow/executor/osspecific/signal_linux.go": "signal_darwin.go"
+    }
     every_profile = {name for profile in binaries.PROFILES.values() for name in profile}
     assert every_profile == set(found)
 
@@ -160,3 +167,18 @@ def test_sandbox_crds_cover_argo_and_volcano():
     assert by_name["jobs.batch.volcano.sh"]["spec"]["versions"][0]["subresources"] == {"status": {}}
     assert "subresources" not in by_name["podgroups.scheduling.volcano.sh"]["spec"]["versions"][0]
     assert "subresources" not in by_name["workflows.argoproj.io"]["spec"]["versions"][0]
+
+
+def test_symlinks_lines_keep_the_target_as_the_link_reads_and_skip_comments():
+    text = "# a comment\nworkflow/x/signal_linux.go -> signal_darwin.go  # why\n\n"
+    assert binaries.parse_symlinks(text) == {"workflow/x/signal_linux.go": "signal_darwin.go"}
+
+
+def test_a_wrapper_with_symlinks_is_cached_apart_when_its_list_changes(tmp_path):
+    folder = tmp_path / "argo-vX"
+    folder.mkdir()
+    (folder / "go.mod").write_text("module x\n\nrequire example.com/m v1.0.0\n\ntool example.com/m/cmd/a\n")
+    (folder / "go.sum").write_text("")
+    before = binaries.load_build(folder).cache_key()
+    (folder / "symlinks").write_text("a.go -> b.go\n")
+    assert binaries.load_build(folder).cache_key() != before
