@@ -140,16 +140,18 @@ class HostProcess(Program):
         reader.start()
         termed = killed = False
         while proc.poll() is None:
-            if ctx.stopped.wait(0.1) and pid:
-                if (ctx.killed or ctx._fail_code) and not killed:
-                    killed = _signal(pid, signal.SIGKILL)
-                elif not termed:
-                    termed = _signal(pid, signal.SIGTERM)
-            if killed or termed:
-                try:
-                    proc.wait(0.1)
-                except subprocess.TimeoutExpired:
-                    pass
+            if not ctx.stopped.wait(0.1):
+                continue
+            if pid and (ctx.killed or ctx._fail_code) and not killed:
+                _signal(pid, signal.SIGKILL)
+                killed = True
+            elif pid and not termed:
+                _signal(pid, signal.SIGTERM)
+                termed = True
+            try:
+                proc.wait(0.1)
+            except subprocess.TimeoutExpired:
+                pass
         reader.join(5)
         ctx.termination_message = termination_log.read_bytes()[-TERMINATION_MESSAGE_MAX:].decode("utf-8", "replace")
         return exit_code(proc.returncode)
@@ -163,13 +165,12 @@ def _child_pid(info: str) -> int | None:
         return None
 
 
-def _signal(pid: int, sig: signal.Signals) -> bool:
-    """Send ``sig`` to ``pid`` (gone already: nothing to do); True, as the signal is sent."""
+def _signal(pid: int, sig: signal.Signals) -> None:
+    """Send ``sig`` to ``pid``; one that has exited already needs none."""
     try:
         os.kill(pid, sig)
     except ProcessLookupError:
         pass
-    return True
 
 
 def _forward(proc: subprocess.Popen, ctx: ContainerContext) -> None:

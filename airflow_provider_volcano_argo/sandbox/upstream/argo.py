@@ -18,14 +18,12 @@ namespace needs for its Workflows' pods to report their results; ``namespace_rba
 
 from __future__ import annotations
 
-import logging
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import yaml
 
-from airflow_provider_volcano_argo.sandbox.controlplane.binaries import Build, module_dir
 from airflow_provider_volcano_argo.sandbox.controlplane.crds import wait_established
 from airflow_provider_volcano_argo.sandbox.upstream.install import (
     WORKLOAD_KINDS,
@@ -38,10 +36,11 @@ from airflow_provider_volcano_argo.sandbox.upstream.install import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from airflow_provider_volcano_argo.sandbox.controlplane.binaries import Build
     from airflow_provider_volcano_argo.sandbox.controlplane.processes import ControlPlane
     from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import KubeApi
-
-log = logging.getLogger(__name__)
 
 QUICK_START = "manifests/quick-start-minimal.yaml"
 NAMESPACE = "argo"
@@ -70,20 +69,14 @@ class Argo(Component):
     def __init__(
         self,
         build: Build,
-        binaries: dict[str, Path],
+        binaries: Mapping[str, Path],
         control_plane: ControlPlane,
         api: KubeApi,
         resource_interval: float | None = None,
     ):
-        super().__init__(control_plane)
-        self.build, self.binaries, self.api = build, binaries, api
+        super().__init__(build, binaries, control_plane, api)
         self.resource_interval = resource_interval
-        self.docs = load_documents(module_dir(build) / QUICK_START)
-
-    @property
-    def executor_image(self) -> str:
-        """The image the controller names for ``argoexec`` containers (its default: this release's)."""
-        return f"quay.io/argoproj/argoexec:{self.build.version}"
+        self.docs = load_documents(self.module / QUICK_START)
 
     def namespace_rbac(self) -> list[dict]:
         """Return the quick start's namespaced RBAC objects (without a namespace: apply them into one)."""

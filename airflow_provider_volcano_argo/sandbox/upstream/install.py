@@ -8,20 +8,18 @@ the Deployment's service account token (so RBAC decides as on a cluster).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import yaml
 
+from airflow_provider_volcano_argo.sandbox.controlplane.binaries import Build, module_dir
 from airflow_provider_volcano_argo.sandbox.controlplane.manifests import object_path
 from airflow_provider_volcano_argo.sandbox.controlplane.processes import ControlPlane, ControlPlaneError, Process
 
 if TYPE_CHECKING:
     from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import KubeApi
-
-log = logging.getLogger(__name__)
 
 FIELD_MANAGER = "volcano-argo-sandbox"
 #: the kinds an installer's manifest holds that are workloads: the sandbox runs their binaries itself
@@ -83,10 +81,11 @@ def service_account_of(deployment: dict) -> str:
 
 
 class Component:
-    """Upstream processes started and stopped together, each logging to a file of the control plane's folder."""
+    """Upstream processes of one build, started and stopped together, each logging to the control plane's folder."""
 
-    def __init__(self, control_plane: ControlPlane):
-        self.control_plane = control_plane
+    def __init__(self, build: Build, binaries: Mapping[str, Path], control_plane: ControlPlane, api: KubeApi):
+        self.build, self.binaries, self.control_plane, self.api = build, binaries, control_plane, api
+        self.module = module_dir(build)  # where upstream's install manifests are
         self.processes: list[Process] = []
 
     def run(self, name: str, argv: list[str], env: Mapping[str, str] | None = None) -> Process:
@@ -100,9 +99,6 @@ class Component:
         for process in self.processes:
             if not process.alive():
                 raise ControlPlaneError(f"{process.name} exited:\n{process.tail()}")
-
-    def alive(self) -> dict[str, bool]:
-        return {p.name: p.alive() for p in self.processes}
 
     def stop(self) -> None:
         for process in reversed(self.processes):

@@ -16,16 +16,13 @@ What a machine without a container runtime changes:
 from __future__ import annotations
 
 import base64
-import logging
 import socket
 import subprocess
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from airflow_provider_volcano_argo.sandbox.controlplane.binaries import Build, module_dir
 from airflow_provider_volcano_argo.sandbox.controlplane.crds import wait_established
-from airflow_provider_volcano_argo.sandbox.controlplane.processes import ControlPlane, free_port
+from airflow_provider_volcano_argo.sandbox.controlplane.processes import free_port
 from airflow_provider_volcano_argo.sandbox.upstream.install import (
     WORKLOAD_KINDS,
     Component,
@@ -35,11 +32,6 @@ from airflow_provider_volcano_argo.sandbox.upstream.install import (
     server_side_apply,
     service_account_of,
 )
-
-if TYPE_CHECKING:
-    from airflow_provider_volcano_argo.sandbox.emulation.kubeapi import KubeApi
-
-log = logging.getLogger(__name__)
 
 INSTALLER = "installer/volcano-development.yaml"
 NAMESPACE = "volcano-system"
@@ -78,17 +70,9 @@ class Volcano(Component):
     ``start()`` returns once the webhooks serve and the ``default`` queue is Open.
     """
 
-    def __init__(self, build: Build, binaries: dict[str, Path], control_plane: ControlPlane, api: KubeApi):
-        super().__init__(control_plane)
-        self.build, self.binaries, self.api = build, binaries, api
-        self.webhook_port = free_port()
-
-    @property
-    def manifest(self) -> Path:
-        return module_dir(self.build) / INSTALLER
-
     def start(self, kubeconfig_for: TokenFor, timeout: float = 120) -> None:
-        docs = load_documents(self.manifest)
+        self.webhook_port = free_port()
+        docs = load_documents(self.module / INSTALLER)
         url = f"https://127.0.0.1:{self.webhook_port}"
         ca = Path(self.control_plane.pki.ca_file).read_bytes()
         files: dict[str, Path] = {}
