@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -76,15 +77,19 @@ def container_mounts(container: dict, volumes: PodVolumes) -> list[tuple[Path, s
         if base is None:
             continue
         source = base / mount["subPath"] if mount.get("subPath") else base
+        # a missing subPath is made a directory before the container starts (pkg/kubelet/kubelet_pods.go:
+        # makeMounts, SafeMakeDir)
+        if not source.exists():
+            source.mkdir(parents=True)
         mounts.append((source, mount["mountPath"], volumes.read_only(mount)))
     return mounts
 
 
 def bwrap_argv(
-    binary: Path, mounts: list[tuple[Path, str, bool]], termination_log: Path, command: list[str]
+    binary: Path, mounts: list[tuple[Path, str, bool]], termination_log: Path, command: list[str], info_fd: int
 ) -> list[str]:
     """Return the ``bwrap`` command line that runs ``command`` in the container's root (see the module)."""
-    argv = [bwrap(), "--unshare-pid", "--as-pid-1", "--die-with-parent", "--info-fd", "3"]
+    argv = [bwrap(), "--unshare-pid", "--as-pid-1", "--die-with-parent", "--info-fd", str(info_fd)]
     argv += ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
     for link in ("bin", "sbin", "lib", "lib64"):
         if Path(f"/usr/{link}").exists():
@@ -121,8 +126,9 @@ class HostProcess(Program):
         termination_log.write_bytes(b"")
         env = {"PATH": IMAGE_PATH, "HOSTNAME": ctx.pod["metadata"]["name"], **service_environment(self.server)}
         env.update(ctx.env)
-        argv = bwrap_argv(self.binary, container_mounts(ctx.container, ctx.volumes), termination_log, command)
         info_read, info_write = os.pipe()
+        mounts = container_mounts(ctx.container, ctx.volumes)
+        argv = bwrap_argv(self.binary, mounts, termination_log, command, info_write)
         ctx.handles_sigterm = True  # the signal goes to the process, which decides
         proc = subprocess.Popen(
             argv,
@@ -134,10 +140,12 @@ class HostProcess(Program):
             start_new_session=True,
         )
         os.close(info_write)
-        with os.fdopen(info_read) as info:
-            pid = _child_pid(info.read())
         reader = threading.Thread(target=_forward, args=(proc, ctx), daemon=True)
-        reader.start()
+        reader.start()  # first: bwrap's own errors are the container's log
+        try:
+            pid = _child_pid(info_read, proc)
+        finally:
+            os.close(info_read)
         termed = killed = False
         while proc.poll() is None:
             if not ctx.stopped.wait(0.1):
@@ -152,21 +160,34 @@ class HostProcess(Program):
                 proc.wait(0.1)
             except subprocess.TimeoutExpired:
                 pass
+        # a sandbox child that bwrap left waiting on a failed set-up would outlive it: its session goes too
+        _signal(-proc.pid, signal.SIGKILL)
         reader.join(5)
         ctx.termination_message = termination_log.read_bytes()[-TERMINATION_MESSAGE_MAX:].decode("utf-8", "replace")
         return exit_code(proc.returncode)
 
 
-def _child_pid(info: str) -> int | None:
-    """Return the command's host PID from bwrap's ``--info-fd`` JSON (None if it never started)."""
-    try:
-        return int(json.loads(info)["child-pid"])
-    except (ValueError, KeyError):
-        return None
+def _child_pid(info_fd: int, proc: subprocess.Popen) -> int | None:
+    """Return the command's host PID from bwrap's ``--info-fd`` JSON (None if bwrap exited without one).
+
+    The JSON is read as far as it parses, not to end of file: a sandbox child that bwrap left behind on a failed
+    set-up may hold the pipe open.
+    """
+    data = b""
+    while True:
+        ready, _, _ = select.select([info_fd], [], [], 0.1)
+        chunk = os.read(info_fd, 4096) if ready else b""
+        data += chunk
+        try:
+            return int(json.loads(data)["child-pid"])
+        except (ValueError, KeyError):
+            pass
+        if (ready and not chunk) or (not ready and proc.poll() is not None):
+            return None
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:
-    """Send ``sig`` to ``pid``; one that has exited already needs none."""
+    """Send ``sig`` to ``pid`` (a negative one: the process group); one that has exited already needs none."""
     try:
         os.kill(pid, sig)
     except ProcessLookupError:

@@ -9,7 +9,9 @@ What a machine without a container runtime changes:
   serving certificate of the sandbox's CA for 127.0.0.1, and each webhook's ``service`` by the ``url`` of the
   webhook server on loopback (both ``clientConfig`` forms are Kubernetes'; the webhook manager fills ``caBundle``
   itself, ``cmd/webhook-manager/app/util.go: addCaCertForWebhook``);
-- ConfigMaps the Deployments mount become files the flags name;
+- ConfigMaps the Deployments mount become files the flags name, each ConfigMap in a folder of its own as the
+  kubelet mounts one: the scheduler and the webhook manager watch their config file's whole folder
+  (``fsnotify``) and reload on every write in it, so no log may live beside them;
 - every listening address is a free loopback port (the health and metrics ports are fixed in the manifests).
 """
 
@@ -81,8 +83,10 @@ class Volcano(Component):
             if kind in WORKLOAD_KINDS:
                 continue
             if kind == "ConfigMap":
+                folder = self.control_plane.dir / "configmaps" / doc["metadata"]["name"]
+                folder.mkdir(parents=True, exist_ok=True)
                 for key, value in (doc.get("data") or {}).items():
-                    files[key] = self.control_plane.dir / key
+                    files[key] = folder / key
                     files[key].write_text(value)
             server_side_apply(self.api, webhook_by_url(doc, url, ca) if kind in WEBHOOK_KINDS else doc)
         wait_established(self.api, [d["metadata"]["name"] for d in docs if d["kind"] == "CustomResourceDefinition"])

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import base64
+import shutil
 import signal
+import threading
 from pathlib import Path
 
 import pytest
 
 from airflow_provider_volcano_argo.sandbox.argo.emissary import inner_command
 from airflow_provider_volcano_argo.sandbox.kubelet import process
+from airflow_provider_volcano_argo.sandbox.kubelet.programs import ContainerContext
 from airflow_provider_volcano_argo.sandbox.kubelet.volumes import PodVolumes
 from airflow_provider_volcano_argo.sandbox.upstream.argo import controller_config
 from airflow_provider_volcano_argo.sandbox.upstream.install import container_args, service_account_of
@@ -50,17 +53,76 @@ def test_mounts_are_bound_outermost_first_read_only_where_the_kubelet_mounts_so(
         ("/var/run/secrets/kubernetes.io/serviceaccount", True),
     ]
     assert mounts[1][0] == volumes.mounted["var-run-argo"] / "s"
+    assert mounts[1][0].is_dir()  # a missing subPath is made before the container starts
 
 
 def test_bwrap_runs_the_command_as_pid_1_with_the_binary_on_path_and_the_mounts(tmp_path: Path, monkeypatch):
     monkeypatch.setattr(process.shutil, "which", lambda _: "/usr/bin/bwrap")
     argv = process.bwrap_argv(
-        Path("/cache/argoexec"), [(tmp_path, "/var/run/argo", False)], tmp_path / "t", ["argoexec", "init"]
+        Path("/cache/argoexec"), [(tmp_path, "/var/run/argo", False)], tmp_path / "t", ["argoexec", "init"], 7
     )
     assert argv[:3] == ["/usr/bin/bwrap", "--unshare-pid", "--as-pid-1"]
+    assert argv[argv.index("--info-fd") + 1] == "7"
     assert "--ro-bind /cache/argoexec /usr/local/bin/argoexec" in " ".join(argv)
     assert f"--bind {tmp_path} /var/run/argo" in " ".join(argv)
     assert argv[argv.index("--") :] == ["--", "argoexec", "init"]
+
+
+def _run_real(tmp_path: Path, script: str, stop_on: str | None = None, mounts: dict[str, Path] | None = None):
+    """Run ``script`` as a real container process with ``mounts`` (path: source); SIGTERM on ``stop_on``."""
+    binary = tmp_path / "prog"
+    binary.write_text("#!/bin/sh\n" + script)
+    binary.chmod(0o755)
+    volumes = PodVolumes({"spec": {}}, tmp_path / "pod", tmp_path / "node", lambda *_: None, lambda _: b"")
+    volumes.mounted = {f"v{i}": source for i, source in enumerate((mounts or {}).values())}
+    lines: list[str] = []
+    ctx: ContainerContext
+
+    def write(text: str, stamp_ns: int | None = None) -> None:
+        lines.append(text)
+        if text == stop_on:
+            ctx.sigterm()
+
+    ctx = ContainerContext(
+        pod={"metadata": {"name": "p", "namespace": "ns"}, "spec": {}},
+        container={
+            "name": "main",
+            "command": ["prog"],
+            "args": ["a b"],
+            "volumeMounts": [{"name": f"v{i}", "mountPath": path} for i, path in enumerate(mounts or {})],
+        },
+        write=write,
+        stopped=threading.Event(),
+        api=None,  # type: ignore[arg-type]
+        environment={"GREETING": "hi"},
+        volumes=volumes,
+    )
+    return process.HostProcess(binary, "https://127.0.0.1:6443").run(ctx), lines, ctx
+
+
+needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+
+
+@needs_bwrap
+def test_a_real_process_runs_as_pid_1_with_the_pod_env_and_reports_its_exit_code_and_message(tmp_path: Path):
+    code, lines, ctx = _run_real(
+        tmp_path, 'echo "$$ $GREETING $1 $KUBERNETES_SERVICE_PORT"; echo bye > /dev/termination-log; exit 3\n'
+    )
+    assert (code, lines, ctx.termination_message) == (3, ["1 hi a b 6443"], "bye\n")
+
+
+@needs_bwrap
+def test_sigterm_reaches_a_real_process_that_traps_it(tmp_path: Path):
+    script = 'trap "echo term; exit 7" TERM\necho up\nwhile :; do sleep 0.05; done\n'
+    code, lines, _ = _run_real(tmp_path, script, stop_on="up")
+    assert (code, lines) == (7, ["up", "term"])
+
+
+@needs_bwrap
+def test_a_failed_sandbox_set_up_is_the_container_log_and_exit_code(tmp_path: Path):
+    code, lines, _ = _run_real(tmp_path, "echo never\n", mounts={"/usr/read-only-here": tmp_path})
+    assert code == 1
+    assert lines[0].startswith("bwrap: Can't mkdir /usr/read-only-here")
 
 
 def test_no_bwrap_is_an_error_that_says_how_to_get_it(monkeypatch):
