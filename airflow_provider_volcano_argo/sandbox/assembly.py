@@ -136,6 +136,7 @@ class Sandbox:
         self.binaries = binaries_module.install(names, progress=log.info)
         self.control_plane = ControlPlane(self.binaries, audit_log=self.options.audit_log)
         self.control_plane.start()
+        log.info("control plane up in %.1f s", time.monotonic() - started)
         try:
             self.api = KubeApi.from_kubeconfig(str(self.control_plane.admin_kubeconfig))
             self.cluster = Cluster(self.api)
@@ -167,10 +168,12 @@ class Sandbox:
         self.volcano = Volcano(volcano_build, self.binaries, self.control_plane, self.api)
         self.components.append(self.volcano)
         self.volcano.start(self._kubeconfig_for)
+        log.info("Volcano %s up", volcano_build.version)
         interval = 5.0 * self.options.time_scale if self.options.time_scale < 1 else None
         self.argo = Argo(argo_build, self.binaries, self.control_plane, self.api, resource_interval=interval)
         self.components.append(self.argo)
         self.argo.start(self._kubeconfig_for)
+        log.info("Argo %s up", argo_build.version)
 
     def _kubelet(self, executables: dict[str, Path]):
         """Return the emulated kubelet of the options' nodes, running ``executables`` as real processes."""

@@ -1,7 +1,9 @@
 """pytest plugin (entry point ``pytest11``): a session-wide ``sandbox`` and a fresh ``sandbox_namespace`` per test.
 
-Options: ``--sandbox-crds=sandbox|upstream`` and ``--sandbox-upstream-dir=DIR`` (a copy of the upstream files,
-e.g. ``shared/upstream``; also ``$VOLCANO_ARGO_UPSTREAM_DIR``).
+Options: ``--sandbox-components=emulated|upstream`` with ``--sandbox-profile=newest|oldest`` (the released Argo and
+Volcano of a profile, ``$VOLCANO_ARGO_SANDBOX_COMPONENTS`` / ``$VOLCANO_ARGO_SANDBOX_PROFILE``),
+``--sandbox-crds=sandbox|upstream`` and ``--sandbox-upstream-dir=DIR`` (a copy of the upstream files, e.g.
+``shared/upstream``; also ``$VOLCANO_ARGO_UPSTREAM_DIR``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         choices=("sandbox", "upstream"),
         default=os.environ.get("VOLCANO_ARGO_SANDBOX_CRDS", "sandbox"),
         help="load the sandbox's own CRDs or upstream's (default: sandbox)",
+    )
+    group.addoption(
+        "--sandbox-components",
+        choices=("emulated", "upstream"),
+        default=os.environ.get("VOLCANO_ARGO_SANDBOX_COMPONENTS", "emulated"),
+        help="the sandbox's own Argo and Volcano, or the released ones built from their modules",
+    )
+    group.addoption(
+        "--sandbox-profile",
+        choices=("newest", "oldest"),
+        default=os.environ.get("VOLCANO_ARGO_SANDBOX_PROFILE", "newest"),
+        help="which released versions --sandbox-components=upstream runs (default: newest)",
     )
     group.addoption(
         "--sandbox-airflow-role",
@@ -54,7 +68,13 @@ def sandbox(request: pytest.FixtureRequest) -> Iterator:
         pytest.fail("--sandbox-crds=upstream needs --sandbox-upstream-dir (or $VOLCANO_ARGO_UPSTREAM_DIR)")
     # the environment is read again here: a conftest may set it after the options were parsed
     role = request.config.getoption("--sandbox-airflow-role") or os.environ.get("VOLCANO_ARGO_SANDBOX_AIRFLOW_ROLE")
-    options = SandboxOptions(crds=crds, upstream_dir=upstream, airflow_role_file=Path(role) if role else None)
+    options = SandboxOptions(
+        crds=crds,
+        upstream_dir=upstream,
+        airflow_role_file=Path(role) if role else None,
+        components=request.config.getoption("--sandbox-components"),
+        profile=request.config.getoption("--sandbox-profile"),
+    )
     with Sandbox(options) as running:
         yield running
 

@@ -197,5 +197,8 @@ def _signal(pid: int, sig: signal.Signals) -> None:
 def _forward(proc: subprocess.Popen, ctx: ContainerContext) -> None:
     """Copy the process's output into the container's log, a line at a time."""
     assert proc.stdout is not None
-    for raw in proc.stdout:
-        ctx.write(raw.decode("utf-8", "replace").rstrip("\n"))
+    try:
+        for raw in proc.stdout:
+            ctx.write(raw.decode("utf-8", "replace").rstrip("\n"))
+    except FileNotFoundError:  # the node's log folder went with the sandbox's stop
+        pass
