@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from airflow_provider_volcano_argo.sandbox.controlplane.binaries import PROFILES
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("volcano-argo-sandbox")
@@ -32,7 +34,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--sandbox-profile",
-        choices=("newest", "oldest"),
+        choices=tuple(PROFILES),
         default=os.environ.get("VOLCANO_ARGO_SANDBOX_PROFILE", "newest"),
         help="which released versions --sandbox-components=upstream runs (default: newest)",
     )
